@@ -1,0 +1,81 @@
+// Graph and Partition: ops go in, partitions come out, a partition compiles for
+// an engine. Compilation runs without the GIL; the compiled partition keeps the
+// engine alive, because oneDNN's compiled partition only borrows it.
+#include "common.hpp"
+#include "convert.hpp"
+#include "holders.hpp"
+
+namespace onednn_graph {
+
+namespace {
+
+struct Graph {
+    dg::graph graph;
+    std::string engine_kind;
+    std::string fpmath_mode;
+    std::vector<size_t> op_ids;
+};
+
+dg::partition::policy to_policy(const std::string &name) {
+    if (name == "fusion") return dg::partition::policy::fusion;
+    if (name == "debug") return dg::partition::policy::debug;
+    throw py::value_error("unknown partition policy '" + name + "'; expected 'fusion' or 'debug'");
+}
+
+CompiledPartition compile(const dg::partition &p, std::vector<dg::logical_tensor> inputs,
+        std::vector<dg::logical_tensor> outputs, const dnnl::engine &engine) {
+    dg::compiled_partition compiled;
+    {
+        py::gil_scoped_release release;
+        compiled = p.compile(inputs, outputs, engine);
+    }
+    // Outputs given with an unknown shape or layout are filled in by oneDNN;
+    // remember what it decided, since execute() checks buffers against it.
+    for (auto &lt : outputs)
+        lt = compiled.query_logical_tensor(lt.get_id());
+    for (auto &lt : inputs)
+        lt = compiled.query_logical_tensor(lt.get_id());
+    return CompiledPartition {compiled, std::move(inputs), std::move(outputs)};
+}
+
+} // namespace
+
+void bind_graph(py::module_ &m) {
+    py::class_<Graph>(m, "Graph", "A graph of ops to be partitioned and compiled.")
+            .def(py::init([](const std::string &engine_kind, const std::string &fpmath_mode) {
+                return Graph {dg::graph(to_engine_kind(engine_kind), to_fpmath_mode(fpmath_mode)),
+                        engine_kind, fpmath_mode, {}};
+            }),
+                    py::arg("engine_kind") = "cpu", py::arg("fpmath_mode") = "strict")
+            .def_readonly("engine_kind", &Graph::engine_kind)
+            .def_readonly("fpmath_mode", &Graph::fpmath_mode)
+            .def_readonly("op_ids", &Graph::op_ids)
+            .def("add_op", [](Graph &g, const Op &op) {
+                g.graph.add_op(op.op);
+                g.op_ids.push_back(op.id);
+            }, py::arg("op"))
+            .def("finalize", [](Graph &g) { g.graph.finalize(); })
+            .def_property_readonly("is_finalized", [](const Graph &g) { return g.graph.is_finalized(); })
+            .def("get_partitions", [](Graph &g, const std::string &policy) {
+                const auto pol = to_policy(policy);
+                py::gil_scoped_release release;
+                return g.graph.get_partitions(pol);
+            }, py::arg("policy") = "fusion");
+
+    py::class_<dg::partition>(m, "Partition", "A set of ops oneDNN compiles as one kernel.")
+            .def_property_readonly("id", &dg::partition::get_id)
+            .def_property_readonly("is_supported", &dg::partition::is_supported)
+            .def_property_readonly("input_ports", &dg::partition::get_input_ports)
+            .def_property_readonly("output_ports", &dg::partition::get_output_ports)
+            .def_property_readonly("op_ids", &dg::partition::get_ops)
+            .def_property_readonly("engine_kind",
+                    [](const dg::partition &p) { return from_engine_kind(p.get_engine_kind()); })
+            .def("compile", &compile, py::arg("inputs"), py::arg("outputs"), py::arg("engine"),
+                    py::keep_alive<0, 4>())
+            .def("__repr__", [](const dg::partition &p) {
+                return "Partition(id=" + std::to_string(p.get_id()) + ", supported="
+                        + (p.is_supported() ? "True" : "False") + ")";
+            });
+}
+
+} // namespace onednn_graph

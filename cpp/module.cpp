@@ -1,0 +1,15 @@
+// Defines onednn_graph._core: calls each bind_* function in dependency order.
+#include "common.hpp"
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "Native binding of the oneDNN Graph API (CPU engine).";
+    using namespace onednn_graph;
+    bind_errors(m);
+    bind_version(m);
+    bind_engine(m);
+    bind_logical_tensor(m);
+    bind_op(m);
+    bind_graph(m);
+    bind_compiled_partition(m);
+    bind_tensor(m);
+}
