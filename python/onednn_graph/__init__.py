@@ -1,4 +1,10 @@
-"""onednn_graph: oneDNN's Graph API from Python."""
+"""onednn_graph: oneDNN's Graph API from Python.
+
+The functional API (``conv_transpose`` and friends) runs the four transposed-
+convolution operations on NumPy arrays; the low-level objects (``Graph``,
+``Op``, ``LogicalTensor``, ...) follow oneDNN's C++ API; ``reference`` holds a
+NumPy reference of the four operations and ``shapes`` their geometry.
+"""
 
 from .errors import Error, UnsupportedError
 
@@ -11,4 +17,19 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
         "against oneDNN; importing from the source tree does not work."
     ) from exc
 
-__all__ = ["Error", "UnsupportedError"]
+from . import reference, shapes
+from ._core import CompiledPartition, Engine, LogicalTensor, Stream, Tensor
+from ._graph import Graph, Op, Partition
+from ._version import cpu_isa, onednn_version
+from .ops import (conv_transpose, conv_transpose_backprop_filters,
+                  conv_transpose_backward_data, conv_transpose_backward_weights,
+                  convolution_backward_data)
+from .shapes import output_shape
+
+__all__ = [
+    "CompiledPartition", "Engine", "Error", "Graph", "LogicalTensor", "Op", "Partition",
+    "Stream", "Tensor", "UnsupportedError", "conv_transpose",
+    "conv_transpose_backprop_filters", "conv_transpose_backward_data",
+    "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa",
+    "onednn_version", "output_shape", "reference", "shapes",
+]

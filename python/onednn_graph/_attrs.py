@@ -1,0 +1,213 @@
+"""Attribute schema of the four operations, checking and normalization.
+
+Names and values are the specification's (``auto_pad`` in lower case, formats
+as ``NXC``/``XOI``...). What the linked oneDNN is handed instead (its own
+spellings, lowered geometry) is decided in ``_lowering.py``, not here.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+CONV_TRANSPOSE = "ConvTranspose"
+CONV_TRANSPOSE_BWD_DATA = "ConvTransposeBackwardData"
+CONV_TRANSPOSE_BWD_WEIGHTS = "ConvTransposeBackwardWeights"
+CONV_BWD_DATA = "ConvolutionBackwardData"
+# The earlier specification's name of ConvTransposeBackwardWeights (seed 002).
+LEGACY_BACKPROP_FILTERS = "ConvTransposeBackpropFilters"
+
+KINDS = (CONV_TRANSPOSE, CONV_TRANSPOSE_BWD_DATA, CONV_TRANSPOSE_BWD_WEIGHTS, CONV_BWD_DATA)
+
+AUTO_PADS = ("none", "same_upper", "same_lower", "valid")
+DATA_FORMATS = ("NXC", "NCX")
+# The library's weights formats (seed README): the ConvTranspose family takes
+# XOI (default) and IOX, ConvolutionBackwardData XIO (default) and OIX.
+WEIGHTS_FORMATS = {
+    CONV_TRANSPOSE: ("XOI", "IOX"),
+    CONV_TRANSPOSE_BWD_DATA: ("XOI", "IOX"),
+    CONV_TRANSPOSE_BWD_WEIGHTS: ("XOI", "IOX"),
+    CONV_BWD_DATA: ("XIO", "OIX"),
+}
+# ConvTransposeBackpropFilters names the same memory from the forward
+# convolution's side: its O is ConvTranspose's I and its I is ConvTranspose's O,
+# so OIX is IOX and XIO is XOI, axis for axis (see docs/ops.md).
+LEGACY_FILTER_FORMATS = {"OIX": "IOX", "XIO": "XOI"}
+LEGACY_ATTR_NAMES = {"filter_format": "weights_format", "filter_shape": "weights_shape"}
+
+SPATIAL_LISTS = ("strides", "pads_begin", "pads_end", "dilations", "output_padding")
+REQUIRED = ("strides", "pads_begin", "pads_end", "dilations")
+SHAPE_ATTR = {CONV_TRANSPOSE_BWD_WEIGHTS: "weights_shape", CONV_BWD_DATA: "dst_shape"}
+
+
+@dataclass(frozen=True)
+class ConvAttrs:
+    """The normalized attributes of one call (shape attributes excluded)."""
+
+    kind: str
+    strides: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+    pads_end: tuple[int, ...]
+    dilations: tuple[int, ...]
+    auto_pad: str
+    output_padding: tuple[int, ...]
+    groups: int
+    data_format: str
+    weights_format: str
+
+    @property
+    def spatial_rank(self) -> int:
+        return len(self.strides)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Spec attribute names -> values (lists for lists)."""
+        return {name: (list(v) if isinstance(v, tuple) else v)
+                for name, v in self.__dict__.items() if name != "kind"}
+
+
+def canonical_kind(kind: str) -> str:
+    """The op kind, with the legacy name mapped to ConvTransposeBackwardWeights."""
+    return CONV_TRANSPOSE_BWD_WEIGHTS if kind == LEGACY_BACKPROP_FILTERS else kind
+
+
+def schema(kind: str) -> tuple[str, ...]:
+    """The attribute names the specification lists for `kind`."""
+    names = SPATIAL_LISTS + ("auto_pad", "groups", "data_format")
+    if kind == LEGACY_BACKPROP_FILTERS:
+        return names + ("filter_format", "filter_shape")
+    names += ("weights_format",)
+    return names + ((SHAPE_ATTR[kind],) if kind in SHAPE_ATTR else ())
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _is_int(value: Any) -> bool:
+    return (not isinstance(value, (bool, np.bool_, float, np.floating))
+            and hasattr(value, "__index__"))
+
+
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """An int attribute >= minimum (bool and float are refused, not converted)."""
+    if not _is_int(value):
+        raise TypeError(f"{name} must be an int, got {_type_name(value)} {value!r}")
+    value = operator.index(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_int_list(name: str, value: Any, minimum: int, length: int | None = None
+                   ) -> tuple[int, ...]:
+    """A list of ints, each >= minimum, of the given length when known."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        raise TypeError(f"{name} must be a list of ints, got {_type_name(value)} {value!r}")
+    if isinstance(value, np.ndarray) and value.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {value.shape}")
+    items = tuple(check_int(f"{name}[{i}]", v, minimum) for i, v in enumerate(value))
+    if length is not None and len(items) != length:
+        raise ValueError(f"{name} must have {length} entries (one per spatial axis), "
+                         f"got {len(items)}: {list(items)}")
+    return items
+
+
+def check_choice(name: str, value: Any, choices: Sequence[str], *, fold_case: bool = False) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {_type_name(value)} {value!r}")
+    key = value.lower() if fold_case else value
+    if key not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return key
+
+
+def _spatial(name: str, value: Any, rank: int, minimum: int) -> tuple[int, ...]:
+    # The functional API takes an int for "the same on every spatial axis".
+    if _is_int(value):
+        return (check_int(name, value, minimum),) * rank
+    return check_int_list(name, value, minimum, rank)
+
+
+_MINIMUM = {"strides": 1, "dilations": 1, "pads_begin": 0, "pads_end": 0, "output_padding": 0}
+
+
+def normalize(kind: str, spatial_rank: int, *, strides: Any = 1, pads_begin: Any = 0,
+              pads_end: Any = 0, dilations: Any = 1, auto_pad: Any = "none",
+              output_padding: Any = 0, groups: Any = 1, data_format: Any = "NXC",
+              weights_format: Any = None) -> ConvAttrs:
+    """Check the functional API's keywords and return them normalized.
+
+    Ints broadcast to every spatial axis; ``auto_pad`` is case-insensitive;
+    ``weights_format`` defaults to the op's default (XOI, or XIO for
+    ConvolutionBackwardData).
+    """
+    if kind not in WEIGHTS_FORMATS:
+        raise ValueError(f"unknown op kind {kind!r}; expected one of {', '.join(KINDS)}")
+    values = dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end,
+                  dilations=dilations, output_padding=output_padding)
+    lists = {name: _spatial(name, v, spatial_rank, _MINIMUM[name]) for name, v in values.items()}
+    formats = WEIGHTS_FORMATS[kind]
+    return ConvAttrs(
+        kind=kind, **lists,
+        auto_pad=check_choice("auto_pad", auto_pad, AUTO_PADS, fold_case=True),
+        groups=check_int("groups", groups, 1),
+        data_format=check_choice("data_format", data_format, DATA_FORMATS),
+        weights_format=check_choice("weights_format",
+                                    formats[0] if weights_format is None else weights_format,
+                                    formats))
+
+
+def check_op_attrs(kind: str, attrs: Mapping[str, Any] | None,
+                   spatial_rank: int | None) -> dict[str, Any]:
+    """Check a low-level Op's attribute dict against the spec's schema.
+
+    Unlike the functional API, the spec's required attributes must be given
+    and lists are not broadcast. Returns the attributes normalized (lists as
+    lists, auto_pad in lower case). `spatial_rank` is None when the inputs'
+    rank is unknown; the lists must then agree with each other.
+    """
+    attrs = dict(attrs or {})
+    allowed = schema(kind)
+    for name in attrs:
+        if not isinstance(name, str):
+            raise TypeError(f"{kind}: attribute names must be str, got {name!r}")
+        if name not in allowed:
+            raise ValueError(f"{kind}: unknown attribute {name!r}; "
+                             f"the specification lists {', '.join(allowed)}")
+    missing = [name for name in REQUIRED if name not in attrs]
+    if missing:
+        raise ValueError(f"{kind}: missing required attribute(s) {', '.join(missing)}")
+    out: dict[str, Any] = {}
+    for name in SPATIAL_LISTS:
+        if name in attrs:
+            out[name] = list(check_int_list(name, attrs[name], _MINIMUM[name], spatial_rank))
+            spatial_rank = len(out[name])
+    checks: dict[str, Callable[[Any], Any]] = {
+        "auto_pad": lambda v: check_choice("auto_pad", v, AUTO_PADS, fold_case=True),
+        "groups": lambda v: check_int("groups", v, 1),
+        "data_format": lambda v: check_choice("data_format", v, DATA_FORMATS),
+        "weights_format": lambda v: check_choice("weights_format", v,
+                                                 WEIGHTS_FORMATS.get(kind, ())),
+        "filter_format": lambda v: check_choice("filter_format", v,
+                                                tuple(LEGACY_FILTER_FORMATS)),
+    }
+    for name, value in attrs.items():
+        if name in checks:
+            out[name] = checks[name](value)
+        elif name not in out:  # a shape attribute
+            out[name] = list(check_int_list(name, value, 1))
+    return out
+
+
+def from_legacy(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """ConvTransposeBackpropFilters attributes -> ConvTransposeBackwardWeights ones."""
+    out = {}
+    for name, value in attrs.items():
+        if name == "filter_format":
+            value = LEGACY_FILTER_FORMATS[value]
+        out[LEGACY_ATTR_NAMES.get(name, name)] = value
+    return out

@@ -1,0 +1,291 @@
+"""Op, Graph, Partition: oneDNN's low-level objects with the spec's semantics.
+
+``_core`` binds oneDNN as it is; these classes take ops as the specification
+writes them (lower-case ``auto_pad``, the optional s32 shape input, the legacy
+ConvTransposeBackpropFilters) and hand oneDNN 3.2 what it compiles, through
+the same ``_lowering`` as the functional API. Ops of other kinds pass through.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from . import _attrs, _core, _lowering, shapes
+from .errors import UnsupportedError
+
+_CONV_KINDS = _attrs.KINDS + (_attrs.LEGACY_BACKPROP_FILTERS,)
+_INPUTS = {  # (minimum, maximum) number of inputs
+    _attrs.CONV_TRANSPOSE: (2, 3), _attrs.CONV_TRANSPOSE_BWD_DATA: (2, 2),
+    _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: (2, 3), _attrs.CONV_BWD_DATA: (2, 3),
+    _attrs.LEGACY_BACKPROP_FILTERS: (2, 3),
+}
+
+
+def _known(lt: Any) -> bool:
+    return lt.shape is not None and all(d >= 0 for d in lt.shape)
+
+
+class Op:
+    """One operation, as the specification defines it.
+
+    Parameters
+    ----------
+    id : int
+    kind : str
+        The spec's op name, e.g. ``"ConvTranspose"``; also the legacy
+        ``"ConvTransposeBackpropFilters"`` and every kind oneDNN knows.
+    inputs, outputs : list of LogicalTensor
+    attrs : dict, optional
+        Spec attribute names -> values, checked against the op's schema.
+    name : str, optional
+
+    Examples
+    --------
+    >>> import onednn_graph as og
+    >>> x = og.LogicalTensor(0, "f32", (1, 2, 3, 3))
+    >>> w = og.LogicalTensor(1, "f32", (3, 3, 4, 2))
+    >>> y = og.LogicalTensor(2, "f32", None)
+    >>> op = og.Op(0, "ConvTranspose", [x, w], [y], {"strides": [2, 2],
+    ...            "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
+    ...            "data_format": "NCX", "auto_pad": "none"})
+    >>> op.attrs["strides"]
+    [2, 2]
+    """
+
+    def __init__(self, id: int, kind: str, inputs: Sequence[Any], outputs: Sequence[Any],
+                 attrs: Optional[dict[str, Any]] = None, name: str = "") -> None:
+        self.id = _attrs.check_int("id", id, 0)
+        if not isinstance(kind, str):
+            raise TypeError(f"kind must be a str, got {type(kind).__name__}")
+        for role, lts in (("inputs", inputs), ("outputs", outputs)):
+            if isinstance(lts, (str, bytes)) or not all(isinstance(t, _core.LogicalTensor) for t in lts):
+                raise TypeError(f"{kind}: {role} must be a list of LogicalTensor")
+        self.kind, self.name = kind, name
+        self.inputs, self.outputs = list(inputs), list(outputs)
+        if kind in _CONV_KINDS:
+            lo, hi = _INPUTS[kind]
+            if not lo <= len(self.inputs) <= hi or len(self.outputs) != 1:
+                raise ValueError(f"{kind} takes {lo}..{hi} inputs and 1 output, got "
+                                 f"{len(self.inputs)} and {len(self.outputs)}")
+            rank = self.inputs[0].ndim
+            self._attrs = _attrs.check_op_attrs(kind, attrs, rank - 2 if rank >= 0 else None)
+        else:
+            # oneDNN checks other kinds itself; building the native op now
+            # reports an unknown kind or attribute where the user made it.
+            _core.Op(self.id, kind, self.inputs, self.outputs, attrs, name)
+            self._attrs = dict(attrs or {})
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        """A copy of the attributes, normalized (lists, lower-case auto_pad)."""
+        return dict(self._attrs)
+
+    def __repr__(self) -> str:
+        return f"Op(id={self.id}, kind={self.kind!r})"
+
+
+class _Native:
+    """The native op for one spec-level op, and its hidden s32 shape input."""
+
+    def __init__(self, op: Op, shape_values: Optional[Sequence[int]] = None) -> None:
+        self.source = op
+        kind, attrs = op.kind, op.attrs
+        inputs, outputs = list(op.inputs), list(op.outputs)
+        self.shape_input = None
+        if kind not in _CONV_KINDS:
+            self.op = _core.Op(op.id, kind, inputs, outputs, attrs, op.name)
+            return
+        legacy = kind == _attrs.LEGACY_BACKPROP_FILTERS
+        if legacy:
+            filter_format = attrs.pop("filter_format", "XIO")
+            attrs = _attrs.from_legacy(dict(attrs, filter_format=filter_format))
+            kind = _attrs.CONV_TRANSPOSE_BWD_WEIGHTS
+        shape_name = _attrs.SHAPE_ATTR.get(kind)
+        if shape_name and len(inputs) == 3:
+            # 3.2 cannot compile a partition with the shape input: its values
+            # become the attribute (the input takes precedence, as the spec says).
+            self.shape_input = inputs.pop()
+        out = outputs[0]
+        given = shape_values if shape_values is not None else (
+            out.shape if self.shape_input is not None and _known(out) else None)
+        if given is not None:
+            attrs[shape_name] = list(given) if not legacy else list(
+                shapes.from_legacy_filter(filter_format, given)[1])
+        if legacy:
+            out = self._legacy_output(out, filter_format)
+            outputs = [out]
+        if all(_known(t) for t in inputs) and (not shape_name or shape_name in attrs):
+            shape_value = attrs.pop(shape_name, None) if shape_name else None
+            kw = dict(attrs, **({shape_name: shape_value} if shape_name else {}))
+            plan = shapes.plan(kind, [t.shape for t in inputs], **kw)
+            in_spatial = shapes.data_spatial(plan.attrs.data_format, inputs[0].shape)
+            native = _lowering.lower(plan, in_spatial)
+        elif shape_name and shape_name not in attrs:
+            raise ValueError(f"{op.kind} op {op.id}: give the {shape_name} attribute or an output "
+                             "logical tensor with a known shape (the shape input's values are "
+                             "only known when the partition executes)")
+        else:
+            rank = inputs[0].ndim - 2
+            normalized = _attrs.normalize(kind, rank, **{k: v for k, v in attrs.items()
+                                                         if k != shape_name})
+            if normalized.groups > 1 and kind == _attrs.CONV_BWD_DATA or any(normalized.output_padding):
+                raise UnsupportedError(f"{op.kind} op {op.id}: oneDNN 3.2 cannot compile these "
+                                       "attributes as they are, and lowering them needs the "
+                                       "input shapes; give the logical tensors known shapes")
+            native = _lowering.NativeOp(kind, dict(_lowering._native(normalized), **(
+                {shape_name: attrs[shape_name]} if shape_name else {})), "native")
+            if kind != _attrs.CONV_TRANSPOSE:
+                native.attrs.pop("output_padding", None)
+        self.lowering = native.lowering
+        if native.kind == _attrs.CONV_TRANSPOSE and kind == _attrs.CONV_BWD_DATA:
+            native.attrs.pop("dst_shape", None)
+        self.op = _core.Op(op.id, native.kind, inputs, outputs, native.attrs, op.name)
+
+    @staticmethod
+    def _legacy_output(out: Any, filter_format: str) -> Any:
+        """The legacy filter layout, described as current weights via strides."""
+        if not _known(out) or out.strides is None:
+            raise UnsupportedError("ConvTransposeBackpropFilters needs a strided output "
+                                   "logical tensor of known shape")
+        weights_format = _attrs.LEGACY_FILTER_FORMATS[filter_format]
+        perm = shapes.format_permutation(filter_format, weights_format, len(out.shape))
+        return _core.LogicalTensor(out.id, out.dtype, [out.shape[p] for p in perm],
+                                   [out.strides[p] for p in perm], "strided", out.property)
+
+
+class Graph:
+    """A graph of ops (the spec's semantics) that oneDNN partitions and compiles.
+
+    Examples
+    --------
+    >>> import numpy as np, onednn_graph as og
+    >>> x = og.LogicalTensor(0, "f32", (1, 1, 3))
+    >>> w = og.LogicalTensor(1, "f32", (1, 1, 2))
+    >>> y = og.LogicalTensor(2, "f32", (1, 1, 6))
+    >>> g = og.Graph()
+    >>> g.add_op(og.Op(0, "ConvTranspose", [x, w], [y], {"strides": [2], "pads_begin": [0],
+    ...          "pads_end": [0], "dilations": [1], "data_format": "NCX", "weights_format": "IOX"}))
+    >>> g.finalize()
+    >>> [p] = g.get_partitions()
+    >>> cp = p.compile([x, w], [y], og.Engine())
+    >>> e, s = og.Engine(), og.Stream(og.Engine())
+    >>> out = np.zeros((1, 1, 6), np.float32)
+    >>> cp.execute(s, [og.Tensor(x, e, np.ones((1, 1, 3), np.float32)),
+    ...                og.Tensor(w, e, np.ones((1, 1, 2), np.float32))], [og.Tensor(y, e, out)])
+    >>> out
+    array([[[1., 1., 1., 1., 1., 1.]]], dtype=float32)
+    """
+
+    def __init__(self, engine_kind: str = "cpu", fpmath_mode: str = "strict") -> None:
+        self._native = _core.Graph(engine_kind, fpmath_mode)
+        self.engine_kind, self.fpmath_mode = engine_kind, fpmath_mode
+        self._ops: list[_Native] = []
+
+    @property
+    def ops(self) -> list[Op]:
+        return [n.source for n in self._ops]
+
+    def add_op(self, op: Op) -> None:
+        if not isinstance(op, Op):
+            raise TypeError(f"add_op takes an onednn_graph.Op, got {type(op).__name__}")
+        native = _Native(op)
+        self._native.add_op(native.op)
+        self._ops.append(native)
+
+    def finalize(self) -> None:
+        self._native.finalize()
+
+    @property
+    def is_finalized(self) -> bool:
+        return self._native.is_finalized
+
+    def get_partitions(self, policy: str = "fusion") -> list["Partition"]:
+        return [Partition(p, [n for n in self._ops if n.source.id in p.op_ids])
+                for p in self._native.get_partitions(policy)]
+
+
+class Partition:
+    """A partition of a Graph, with the spec's ports (hidden shape inputs included)."""
+
+    def __init__(self, native: Any, ops: list[_Native]) -> None:
+        self._native, self._ops = native, ops
+        self._hidden = {n.shape_input.id: n for n in ops if n.shape_input is not None}
+
+    id = property(lambda self: self._native.id)
+    is_supported = property(lambda self: self._native.is_supported)
+    op_ids = property(lambda self: self._native.op_ids)
+    engine_kind = property(lambda self: self._native.engine_kind)
+    output_ports = property(lambda self: self._native.output_ports)
+
+    @property
+    def input_ports(self) -> list[Any]:
+        return self._native.input_ports + [n.shape_input for n in self._hidden.values()]
+
+    def compile(self, inputs: Sequence[Any], outputs: Sequence[Any], engine: Any) -> "CompiledPartition":
+        kept = [lt for lt in inputs if lt.id not in self._hidden]
+        return CompiledPartition(self, kept, list(outputs), engine)
+
+    def __repr__(self) -> str:
+        return f"Partition(id={self.id}, supported={self.is_supported})"
+
+
+class CompiledPartition:
+    """A compiled partition; shape inputs are read when it executes."""
+
+    def __init__(self, partition: Partition, inputs: list[Any], outputs: list[Any], engine: Any,
+                 native_partition: Any = None) -> None:
+        self._partition, self._inputs, self._outputs, self._engine = partition, inputs, outputs, engine
+        self._outputs = [self._output_for(lt) for lt in outputs]
+        self._native = (native_partition or partition._native).compile(inputs, self._outputs, engine)
+
+    def _output_for(self, lt: Any) -> Any:
+        for n in self._partition._ops:
+            if n.source.kind == _attrs.LEGACY_BACKPROP_FILTERS and n.source.outputs[0].id == lt.id:
+                return n.op.outputs[0]
+        return lt
+
+    def query_logical_tensor(self, id: int) -> Any:
+        return self._native.query_logical_tensor(id)
+
+    @property
+    def inplace_ports(self) -> list[tuple[int, int]]:
+        return self._native.inplace_ports
+
+    def execute(self, stream: Any, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        hidden = self._partition._hidden
+        kept = [t for t in inputs if t.logical_tensor.id not in hidden]
+        native = self._native
+        for t in inputs:
+            n = hidden.get(t.logical_tensor.id)
+            if n is None:
+                continue
+            values = np.asarray(t.numpy())
+            if values.ndim != 1 or values.dtype != np.int32:
+                raise ValueError(f"the shape input (id {t.logical_tensor.id}) must be a 1-D int32 tensor")
+            shape_name = _attrs.SHAPE_ATTR.get(n.op.kind, "weights_shape")
+            compiled_with = n.op.attrs.get(shape_name)
+            if compiled_with is None or list(values) != list(compiled_with):
+                native = self._recompile(n, values)
+        outs = [self._tensor_for(t) for t in outputs]
+        native.execute(stream, kept, outs)
+
+    def _tensor_for(self, t: Any) -> Any:
+        lt = self._output_for(t.logical_tensor)
+        if lt is t.logical_tensor:
+            return t
+        # The legacy output: the same memory, described in the current format.
+        view = np.lib.stride_tricks.as_strided(
+            t.array, shape=lt.shape, strides=[s * t.array.itemsize for s in lt.strides])
+        return _core.Tensor(lt, self._engine, view)
+
+    def _recompile(self, n: _Native, values: Any) -> Any:
+        # The shape input differs from what was compiled: the input wins, so
+        # compile again with its values.
+        rebuilt = _Native(n.source, [int(v) for v in values])
+        graph = _core.Graph(self._partition.engine_kind)
+        graph.add_op(rebuilt.op)
+        graph.finalize()
+        [part] = graph.get_partitions()
+        return part.compile(self._inputs, self._outputs, self._engine)

@@ -1,0 +1,93 @@
+"""What oneDNN 3.2 is handed for a spec-level op that it cannot compile as is.
+
+Each rule rewrites the op into one that 3.2 compiles and that computes the
+same numbers; none moves data in NumPy. The cases (oneDNN 3.2.0, verified by
+tests/test_lowering.py against the reference):
+
+* auto_pad: the spec spells it ``none``/``same_upper``/...; 3.2 accepts only
+  ``None``/``SAME_UPPER``/``SAME_LOWER``/``VALID``.
+* output_padding on ConvTranspose when >= stride (3.2 fails to compile it) and
+  on ConvTransposeBackwardData/Weights (3.2 rejects it when the op is added):
+  it only extends the output geometry, so it folds into ``pads_end`` (3.2
+  accepts a negative ``pads_end``): ``pads_end - output_padding``.
+* ConvolutionBackwardData with groups > 1 (3.2 builds a partition that fails to
+  compile): it is a ConvTranspose of diff_dst over the same weights memory,
+  OIX read as IOX and XIO as XOI, with ``pads_end`` chosen so the output has
+  ``dst_shape``'s size.
+* ConvolutionBackwardData's output_padding: 3.2 ignores it (dst_shape fixes the
+  geometry), so it is not passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import _attrs, shapes
+
+NATIVE_AUTO_PAD = {"none": "None", "same_upper": "SAME_UPPER",
+                   "same_lower": "SAME_LOWER", "valid": "VALID"}
+CONV_AS_TRANSPOSE_FORMAT = {"OIX": "IOX", "XIO": "XOI"}
+
+
+@dataclass(frozen=True)
+class NativeOp:
+    """An op as oneDNN 3.2 will compile it, and how it was derived."""
+
+    kind: str
+    attrs: dict[str, Any]
+    lowering: str  # "native" or a short description of the rewrite
+
+
+def _explicit(plan: shapes.Plan, pads_end: tuple[int, ...], **extra: Any) -> dict[str, Any]:
+    a = plan.attrs
+    attrs = dict(strides=list(a.strides), pads_begin=list(plan.pads_begin),
+                 pads_end=list(pads_end), dilations=list(a.dilations), auto_pad="None",
+                 groups=a.groups, data_format=a.data_format, weights_format=a.weights_format)
+    attrs.update(extra)
+    return attrs
+
+
+def lower(plan: shapes.Plan, in_spatial: tuple[int, ...]) -> NativeOp:
+    """The op oneDNN 3.2 compiles for a checked, resolved call `plan`.
+
+    `in_spatial` is the spatial size of the op's first input (src or
+    diff_dst), needed to size the ConvTranspose that replaces a grouped
+    ConvolutionBackwardData.
+    """
+    a = plan.attrs
+    kind = a.kind
+    op_pad = a.output_padding
+    if kind == _attrs.CONV_BWD_DATA:
+        out_spatial = shapes.data_spatial(a.data_format, plan.output_shape)
+        if a.groups > 1:
+            # y = ConvTranspose(dy): full size s*(Y-1) + ek - pb; crop to X via pads_end.
+            pads_end = tuple(
+                s * (y - 1) + shapes.effective_kernel(k, d) - pb - x
+                for s, d, k, pb, y, x in zip(a.strides, a.dilations, plan.kernel,
+                                             plan.pads_begin, in_spatial, out_spatial))
+            return NativeOp(_attrs.CONV_TRANSPOSE,
+                            _explicit(plan, pads_end, weights_format=CONV_AS_TRANSPOSE_FORMAT[a.weights_format]),
+                            "ConvTranspose over the same weights (groups > 1)")
+        attrs = _native(a)
+        del attrs["output_padding"]
+        attrs["dst_shape"] = list(plan.output_shape)
+        return NativeOp(kind, attrs, "native")
+    needs_fold = any(op > 0 for op in op_pad) if kind != _attrs.CONV_TRANSPOSE else \
+        any(op >= s for op, s in zip(op_pad, a.strides))
+    extra = {"weights_shape": list(plan.output_shape)} if kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS else {}
+    if needs_fold:
+        pads_end = tuple(pe - op for pe, op in zip(plan.pads_end, op_pad))
+        return NativeOp(kind, _explicit(plan, pads_end, **extra),
+                        "output_padding folded into pads_end")
+    attrs = _native(a)
+    if kind != _attrs.CONV_TRANSPOSE:
+        del attrs["output_padding"]
+    attrs.update(extra)
+    return NativeOp(kind, attrs, "native")
+
+
+def _native(a: _attrs.ConvAttrs) -> dict[str, Any]:
+    attrs = a.as_dict()
+    attrs["auto_pad"] = NATIVE_AUTO_PAD[a.auto_pad]
+    return attrs
