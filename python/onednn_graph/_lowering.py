@@ -14,6 +14,17 @@ tests/test_lowering.py against the reference):
   compile): it is a ConvTranspose of diff_dst over the same weights memory,
   OIX read as IOX and XIO as XOI, with ``pads_end`` chosen so the output has
   ``dst_shape``'s size.
+* ConvTransposeBackwardData with dilations > 1: 3.2 creates its backward-data
+  primitive without the dilations (graph/backend/dnnl/op_executable.cpp,
+  deconv_bwd_data_executable_t), which then fails as "not mathematically
+  consistent". It is the forward Convolution of diff_dst over the same
+  weights memory (IOX read as OIX, XOI as XIO), which 3.2 compiles.
+* auto_pad on ConvTransposeBackwardData/Weights: 3.2 resolves SAME pads for
+  them with the convolution rule on another tensor's size than ConvTranspose
+  uses, so its result is not the gradient of its own ConvTranspose with the
+  same attributes. The package resolves the pads as ConvTranspose does
+  (shapes.resolve_pads) and passes them explicitly, so the three ops stay
+  adjoint.
 * ConvolutionBackwardData's output_padding: 3.2 ignores it (dst_shape fixes the
   geometry), so it is not passed.
 """
@@ -28,6 +39,7 @@ from . import _attrs, shapes
 NATIVE_AUTO_PAD = {"none": "None", "same_upper": "SAME_UPPER",
                    "same_lower": "SAME_LOWER", "valid": "VALID"}
 CONV_AS_TRANSPOSE_FORMAT = {"OIX": "IOX", "XIO": "XOI"}
+TRANSPOSE_AS_CONV_FORMAT = {v: k for k, v in CONV_AS_TRANSPOSE_FORMAT.items()}
 
 
 @dataclass(frozen=True)
@@ -73,11 +85,18 @@ def lower(plan: shapes.Plan, in_spatial: tuple[int, ...]) -> NativeOp:
         del attrs["output_padding"]
         attrs["dst_shape"] = list(plan.output_shape)
         return NativeOp(kind, attrs, "native")
+    pads_end = tuple(pe - op for pe, op in zip(plan.pads_end, op_pad))
+    if kind == _attrs.CONV_TRANSPOSE_BWD_DATA and any(d > 1 for d in a.dilations):
+        return NativeOp("Convolution", _explicit(
+            plan, pads_end, weights_format=TRANSPOSE_AS_CONV_FORMAT[a.weights_format]),
+            "Convolution over the same weights (dilations > 1)")
     needs_fold = any(op > 0 for op in op_pad) if kind != _attrs.CONV_TRANSPOSE else \
         any(op >= s for op, s in zip(op_pad, a.strides))
     extra = {"weights_shape": list(plan.output_shape)} if kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS else {}
+    if kind != _attrs.CONV_TRANSPOSE and a.auto_pad != "none":
+        return NativeOp(kind, _explicit(plan, pads_end, **extra),
+                        "auto_pad resolved as ConvTranspose does")
     if needs_fold:
-        pads_end = tuple(pe - op for pe, op in zip(plan.pads_end, op_pad))
         return NativeOp(kind, _explicit(plan, pads_end, **extra),
                         "output_padding folded into pads_end")
     attrs = _native(a)

@@ -1,0 +1,359 @@
+"""First-principles NumPy reference for oneDNN 3.2's convolution-family ops.
+
+Each function restates the math of one Graph op (see :mod:`onednn_graph.shapes`
+for the layouts and geometry) on canonical layouts: data ``NCX``, weights
+``IOX`` for the ConvTranspose family and ``OIX`` for the convolution family.
+Arrays are transposed in and out of those layouts, and all accumulation is in
+float64. For one spatial axis, stride ``s``, dilation ``d`` and begin pad
+``pb``, the math is::
+
+    Convolution     y[n, o, p]  = sum_{c in group(o), k} x[n, c, p*s - pb + k*d] * W_oix[o, c % (C_in/g), k]
+    ConvTranspose   y[n, o, q] += x[n, c, p] * W_iox[c, o % (C_out/g), k]  for q == p*s - pb + k*d,
+                                  c in group(o); then y += bias[o]
+
+Reads outside the input are zero. Writes outside the output are dropped. That
+covers pads and output_padding of either sign. ConvTransposeBackwardData is
+the Convolution above with ``W_iox`` read as ``(O, I/g)``. ConvolutionBackwardData
+is the ConvTranspose scatter with ``W_oix`` read as ``(I, O/g)``.
+ConvTransposeBackwardWeights is the derivative of ConvTranspose with respect
+to ``W``. Python loops run only over kernel taps.
+
+Inputs must share one floating dtype: float16, float32, bfloat16 (ml_dtypes),
+or float64 for tests. The result has that dtype.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from . import shapes
+
+try:  # bfloat16 comes from ml_dtypes; without it only the other dtypes work
+    import ml_dtypes
+
+    _DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64),
+               np.dtype(ml_dtypes.bfloat16))
+except ImportError:  # pragma: no cover
+    _DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+__all__ = [
+    "conv_transpose",
+    "conv_transpose_backward_data",
+    "conv_transpose_backward_weights",
+    "convolution_backward_data",
+    "convolution",
+    "conv_transpose_backprop_filters",
+]
+
+
+def _inputs(**arrays):
+    """Return the float64 copies of the non-None arrays and their common dtype."""
+    dtype, out = None, {}
+    for name, value in arrays.items():
+        if value is None:
+            out[name] = None
+            continue
+        arr = np.asarray(value)
+        if arr.dtype not in _DTYPES:
+            raise TypeError(f"{name} has dtype {arr.dtype}; expected one of "
+                            f"{', '.join(str(d) for d in _DTYPES)}")
+        if dtype is not None and arr.dtype != dtype:
+            raise TypeError(f"{name} has dtype {arr.dtype} but the other inputs have {dtype}")
+        dtype = arr.dtype
+        out[name] = arr.astype(np.float64)
+    return out, dtype
+
+
+def _relayout(a, from_fmt, to_fmt):
+    return np.transpose(a, shapes.format_permutation(from_fmt, to_fmt, a.ndim))
+
+
+def _taps(kernel):
+    return itertools.product(*(range(k) for k in kernel))
+
+
+def _tap_positions(k, axis_geom, bound, count):
+    """Positions ``p*s - pb + k*d`` for ``p`` in ``range(count)``, and which lie in ``[0, bound)``."""
+    s, pb, d = axis_geom
+    pos = np.arange(count) * s - pb + k * d
+    return pos, (pos >= 0) & (pos < bound)
+
+
+def _gather(a, tap, geom, out_spatial):
+    """``r[n, c, p] = a[n, c, p*s - pb + k*d]`` for ``p`` over ``out_spatial``, zero outside ``a``."""
+    for ax, (k, g, n_out) in enumerate(zip(tap, geom, out_spatial)):
+        pos, ok = _tap_positions(k, g, a.shape[2 + ax], n_out)
+        a = np.take(a, np.where(ok, pos, 0), axis=2 + ax)
+        a = a * ok.reshape((-1,) + (1,) * (a.ndim - 3 - ax))
+    return a
+
+
+def _scatter_add(y, contrib, tap, geom):
+    """``y[n, c, p*s - pb + k*d] += contrib[n, c, p]``, dropping positions outside ``y``."""
+    dst_idx, src_idx = [], []
+    for ax, (k, g) in enumerate(zip(tap, geom)):
+        pos, ok = _tap_positions(k, g, y.shape[2 + ax], contrib.shape[2 + ax])
+        dst_idx.append(pos[ok])
+        src_idx.append(np.nonzero(ok)[0])
+    # One tap maps distinct p to distinct positions (s >= 1), so a plain
+    # fancy-index += never hits one element twice.
+    head = (slice(None), slice(None))
+    y[head + np.ix_(*dst_idx)] += contrib[head + np.ix_(*src_idx)]
+
+
+def _grouped(a, groups):
+    """Split axis 1 (channels) into ``(groups, channels/groups)``."""
+    return a.reshape(a.shape[0], groups, a.shape[1] // groups, *a.shape[2:])
+
+
+def _conv_ncx(x, w_oix, geom, groups, out_spatial):
+    """Forward convolution on NCX data and ``(O, I/g, *K)`` weights."""
+    n, o = x.shape[0], w_oix.shape[0]
+    y = np.zeros((n, groups, o // groups, *out_spatial))
+    for tap in _taps(w_oix.shape[2:]):
+        xs = _grouped(_gather(x, tap, geom, out_spatial), groups)
+        wt = w_oix[(slice(None), slice(None)) + tap].reshape(groups, o // groups, -1)
+        y += np.einsum("ngc...,goc->ngo...", xs, wt)
+    return y.reshape(n, o, *out_spatial)
+
+
+def _conv_transpose_ncx(x, w_iox, geom, groups, out_spatial):
+    """ConvTranspose scatter on NCX data and ``(I, O/g, *K)`` weights."""
+    n, c_in, o_per_g = x.shape[0], x.shape[1], w_iox.shape[1]
+    y = np.zeros((n, o_per_g * groups, *out_spatial))
+    xg = _grouped(x, groups)
+    for tap in _taps(w_iox.shape[2:]):
+        wt = w_iox[(slice(None), slice(None)) + tap].reshape(groups, c_in // groups, o_per_g)
+        contrib = np.einsum("ngc...,gco->ngo...", xg, wt).reshape(n, -1, *x.shape[2:])
+        _scatter_add(y, contrib, tap, geom)
+    return y
+
+
+def _geom(p):
+    return tuple(zip(p.attrs.strides, p.pads_begin, p.attrs.dilations))
+
+
+def _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_format,
+             weights_format, output_padding=None):
+    kw = dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end, dilations=dilations,
+              auto_pad=auto_pad, groups=groups, data_format=data_format,
+              weights_format=weights_format)
+    if output_padding is not None:
+        kw["output_padding"] = output_padding
+    return kw
+
+
+def conv_transpose(src, weights, bias=None, *, strides=1, pads_begin=0, pads_end=0,
+                   dilations=1, auto_pad="none", output_padding=0, groups=1,
+                   data_format="NXC", weights_format="XOI"):
+    """Reference ConvTranspose (transposed convolution), the adjoint of :func:`convolution`.
+
+    Parameters
+    ----------
+    src : array, shape ``(N, C_in, *X)`` (NCX) or ``(N, *X, C_in)`` (NXC)
+    weights : array, ``IOX`` = ``(C_in, C_out/groups, *K)`` or ``XOI`` = ``(*K, C_out/groups, C_in)``
+    bias : array of shape ``(C_out,)``, optional
+    strides, pads_begin, pads_end, dilations, output_padding : int or sequence of int
+        Per spatial axis. An int applies to every axis.
+    auto_pad : {"none", "same_upper", "same_lower", "valid"}
+        Not "none": the pads are recomputed as the library does, see
+        :func:`onednn_graph.shapes.resolve_pads`.
+    groups : int
+    data_format : {"NXC", "NCX"}
+    weights_format : {"XOI", "IOX"}
+
+    Returns
+    -------
+    ndarray
+        ``dst``, ``s*(X-1) + (K-1)*d + 1 - pb - pe + output_padding`` per axis,
+        in ``data_format`` and ``src``'s dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[[1.0, 2.0, 3.0]]])             # NCX, one channel
+    >>> w = np.array([[[1.0, 10.0]]])                 # IOX (1, 1, 2)
+    >>> conv_transpose(x, w, strides=2, data_format="NCX", weights_format="IOX")
+    array([[[ 1., 10.,  2., 20.,  3., 30.]]])
+    """
+    a, dtype = _inputs(src=src, weights=weights, bias=bias)
+    kw = _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_format,
+                  weights_format, output_padding)
+    in_shapes = [a["src"].shape, a["weights"].shape] + ([] if bias is None else [a["bias"].shape])
+    p = shapes.plan("ConvTranspose", in_shapes, **kw)
+    x = _relayout(a["src"], data_format, "NCX")
+    w = _relayout(a["weights"], p.attrs.weights_format, "IOX")
+    out_spatial = shapes.data_spatial(data_format, p.output_shape)
+    y = _conv_transpose_ncx(x, w, _geom(p), p.attrs.groups, out_spatial)
+    if bias is not None:
+        y += a["bias"].reshape((1, -1) + (1,) * len(out_spatial))
+    return _relayout(y, "NCX", data_format).astype(dtype, order="C")
+
+
+def conv_transpose_backward_data(diff_dst, weights, *, strides=1, pads_begin=0, pads_end=0,
+                                 dilations=1, auto_pad="none", output_padding=0, groups=1,
+                                 data_format="NXC", weights_format="XOI"):
+    """Reference ConvTransposeBackwardData: the gradient of ConvTranspose with respect to ``src``.
+
+    It is a forward convolution of ``diff_dst`` with ``weights`` read as
+    ``(C_in, C_out/groups, *K)`` = (O, I/g) of that convolution. All attributes
+    are those of the forward ConvTranspose: the pads come from auto_pad as
+    ConvTranspose resolves them, and ``output_padding`` extends diff_dst. The
+    output size is ``floor((Y + pb + pe - output_padding - (K-1)*d - 1) / s) + 1``
+    (infer_convtranspose_bprop_data_output_shape with ``pads_end - output_padding``).
+    Other parameters as for :func:`conv_transpose`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dy = np.array([[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]]])
+    >>> w = np.array([[[1.0, 10.0]]])
+    >>> conv_transpose_backward_data(dy, w, strides=2, data_format="NCX", weights_format="IOX")
+    array([[[21., 43., 65.]]])
+    """
+    a, dtype = _inputs(diff_dst=diff_dst, weights=weights)
+    kw = _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_format,
+                  weights_format, output_padding)
+    p = shapes.plan("ConvTransposeBackwardData", [a["diff_dst"].shape, a["weights"].shape], **kw)
+    dy = _relayout(a["diff_dst"], data_format, "NCX")
+    w = _relayout(a["weights"], p.attrs.weights_format, "IOX")
+    out_spatial = shapes.data_spatial(data_format, p.output_shape)
+    dx = _conv_ncx(dy, w, _geom(p), p.attrs.groups, out_spatial)
+    return _relayout(dx, "NCX", data_format).astype(dtype, order="C")
+
+
+def conv_transpose_backward_weights(src, diff_dst, weights_shape=None, *, strides=1,
+                                    pads_begin=0, pads_end=0, dilations=1, auto_pad="none",
+                                    output_padding=0, groups=1, data_format="NXC",
+                                    weights_format="XOI"):
+    """Reference ConvTransposeBackwardWeights: the gradient of ConvTranspose with respect to ``weights``.
+
+    ``dW[c, o % (C_out/g), k] = sum_{n, p} src[n, c, p] * diff_dst[n, o, p*s - pb + k*d]``
+    (IOX indices, ``c`` in ``o``'s group), returned in ``weights_format``.
+    ``weights_shape`` is in ``weights_format``. If it is None, it is inferred
+    by :func:`onednn_graph.shapes.infer_weights_shape`, which raises ValueError
+    when the kernel size is not unique. All attributes are those of the forward
+    ConvTranspose (auto_pad resolved as it does, ``output_padding`` extending
+    diff_dst). Other parameters as for :func:`conv_transpose`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[[1.0, 2.0, 3.0]]])
+    >>> dy = np.array([[[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]]])
+    >>> conv_transpose_backward_weights(x, dy, (1, 1, 2), strides=2, data_format="NCX",
+    ...                                 weights_format="IOX")
+    array([[[22., 28.]]])
+    """
+    a, dtype = _inputs(src=src, diff_dst=diff_dst)
+    kw = _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_format,
+                  weights_format, output_padding)
+    if weights_shape is None:
+        weights_shape = shapes.infer_weights_shape(a["src"].shape, a["diff_dst"].shape, **kw)
+    p = shapes.plan("ConvTransposeBackwardWeights", [a["src"].shape, a["diff_dst"].shape],
+                    weights_shape=weights_shape, **kw)
+    g = p.attrs.groups
+    x = _grouped(_relayout(a["src"], data_format, "NCX"), g)
+    dy = _relayout(a["diff_dst"], data_format, "NCX")
+    c_in, c_out = x.shape[1] * x.shape[2], dy.shape[1]
+    dw = np.zeros((c_in, c_out // g, *p.kernel))
+    xf = x.reshape(*x.shape[:3], -1)  # (N, g, C_in/g, prod(X))
+    for tap in _taps(p.kernel):
+        dys = _grouped(_gather(dy, tap, _geom(p), x.shape[3:]), g)
+        dw[(slice(None), slice(None)) + tap] = np.einsum(
+            "ngcp,ngop->gco", xf, dys.reshape(*dys.shape[:3], -1)).reshape(c_in, c_out // g)
+    return _relayout(dw, "IOX", p.attrs.weights_format).astype(dtype, order="C")
+
+
+def convolution_backward_data(diff_dst, weights, dst_shape=None, *, strides=1, pads_begin=0,
+                              pads_end=0, dilations=1, auto_pad="none", output_padding=0,
+                              groups=1, data_format="NXC", weights_format="XIO"):
+    """Reference ConvolutionBackwardData: the gradient of a convolution with respect to its ``src``.
+
+    ``weights`` are ``OIX`` = ``(C_out, C_in/groups, *K)`` or ``XIO`` =
+    ``(*K, C_in/groups, C_out)``. ``dst_shape`` is the forward convolution's
+    ``src`` shape (the shape of the result) in ``data_format``. If it is None,
+    it is inferred by :func:`onednn_graph.shapes.infer_dst_shape`, which raises
+    ValueError when it is not unique (usually with stride > 1). Auto-pad uses
+    ``dst_shape``'s sizes. ``output_padding`` is ignored, as in the 3.2
+    library.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dy = np.array([[[1.0, 2.0]]])
+    >>> w = np.array([[[1.0, 10.0]]])                 # OIX (1, 1, 2)
+    >>> convolution_backward_data(dy, w, (1, 1, 5), strides=2, data_format="NCX",
+    ...                           weights_format="OIX")
+    array([[[ 1., 10.,  2., 20.,  0.]]])
+    """
+    a, dtype = _inputs(diff_dst=diff_dst, weights=weights)
+    kw = _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_format,
+                  weights_format, output_padding)
+    if dst_shape is None:
+        dst_shape = shapes.infer_dst_shape(a["diff_dst"].shape, a["weights"].shape, **kw)
+    p = shapes.plan("ConvolutionBackwardData", [a["diff_dst"].shape, a["weights"].shape],
+                    dst_shape=dst_shape, **kw)
+    dy = _relayout(a["diff_dst"], data_format, "NCX")
+    w = _relayout(a["weights"], p.attrs.weights_format, "OIX")
+    out_spatial = shapes.data_spatial(data_format, p.output_shape)
+    dx = _conv_transpose_ncx(dy, w, _geom(p), p.attrs.groups, out_spatial)
+    return _relayout(dx, "NCX", data_format).astype(dtype, order="C")
+
+
+def convolution(src, weights, *, strides=1, pads_begin=0, pads_end=0, dilations=1,
+                auto_pad="none", groups=1, data_format="NXC", weights_format="XIO"):
+    """Reference forward convolution (no bias), the op whose adjoint is ConvolutionBackwardData.
+
+    ``weights`` are ``OIX`` = ``(C_out, C_in/groups, *K)`` or ``XIO``. The output
+    size is ``floor((X + pb + pe - (K-1)*d - 1) / s) + 1``, with auto_pad on
+    ``src``'s sizes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[[1.0, 2.0, 3.0, 4.0]]])
+    >>> w = np.array([[[1.0, -1.0]]])
+    >>> convolution(x, w, data_format="NCX", weights_format="OIX")
+    array([[[-1., -1., -1.]]])
+    """
+    a, dtype = _inputs(src=src, weights=weights)
+    kw = _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_format,
+                  weights_format)
+    p = shapes.plan("Convolution", [a["src"].shape, a["weights"].shape], **kw)
+    x = _relayout(a["src"], data_format, "NCX")
+    w = _relayout(a["weights"], p.attrs.weights_format, "OIX")
+    out_spatial = shapes.data_spatial(data_format, p.output_shape)
+    y = _conv_ncx(x, w, _geom(p), p.attrs.groups, out_spatial)
+    return _relayout(y, "NCX", data_format).astype(dtype, order="C")
+
+
+def conv_transpose_backprop_filters(input_forward, output_delta, filter_shape=None, *,
+                                    strides=1, pads_begin=0, pads_end=0, dilations=1,
+                                    auto_pad="none", output_padding=0, groups=1,
+                                    data_format="NXC", filter_format="XIO"):
+    """Legacy ConvTransposeBackpropFilters (graph spec 0.x name of ConvTransposeBackwardWeights).
+
+    ``filter_format`` ``OIX`` is ``(C_out/groups, C_in, *K)`` and ``XIO`` is
+    ``(*K, C_in, C_out/groups)``. They are the current ``IOX``/``XOI`` with the
+    two channel axes swapped (see :func:`onednn_graph.shapes.from_legacy_filter`).
+    ``filter_shape`` and the result use that legacy layout.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.ones((1, 1, 3))
+    >>> dy = np.ones((1, 2, 4))
+    >>> conv_transpose_backprop_filters(x, dy, (2, 1, 2), data_format="NCX",
+    ...                                 filter_format="OIX").shape
+    (2, 1, 2)
+    """
+    weights_format, weights_shape = shapes.from_legacy_filter(filter_format, filter_shape)
+    dw = conv_transpose_backward_weights(
+        input_forward, output_delta, weights_shape, strides=strides, pads_begin=pads_begin,
+        pads_end=pads_end, dilations=dilations, auto_pad=auto_pad,
+        output_padding=output_padding, groups=groups, data_format=data_format,
+        weights_format=weights_format)
+    return np.ascontiguousarray(_relayout(dw, weights_format, filter_format))
