@@ -10,7 +10,13 @@ namespace onednn_graph {
 // A dtype given as a NumPy dtype or type goes through the package's one dtype
 // table (_dtypes.py); strings are taken as oneDNN's names.
 static data_type dtype_arg(py::handle dtype) {
-    if (py::isinstance<py::str>(dtype)) return to_data_type(dtype.cast<std::string>());
+    if (py::isinstance<py::str>(dtype)) {
+        try {
+            return to_data_type(dtype.cast<std::string>());
+        } catch (const py::value_error &e) {
+            throw py::type_error(std::string("unsupported ") + (e.what() + 8)); // drop "unknown "
+        }
+    }
     py::object name = py::module_::import("onednn_graph._dtypes").attr("dtype_name")(dtype);
     return to_data_type(name.cast<std::string>());
 }
@@ -32,9 +38,11 @@ static dg::logical_tensor make_logical_tensor(int64_t id, py::handle dtype,
     if (shape->size() > DNNL_MAX_NDIMS)
         throw py::value_error("LogicalTensor: at most " + std::to_string(DNNL_MAX_NDIMS)
                 + " dimensions, got " + std::to_string(shape->size()));
-    for (auto d : *shape)
-        if (d < 0 && d != DNNL_GRAPH_UNKNOWN_DIM)
-            throw py::value_error("LogicalTensor: shape entries must be >= 0 or -1 (unknown)");
+    // Python spells an unknown dim -1; oneDNN has its own sentinel.
+    for (auto &d : *shape) {
+        if (d < -1) throw py::value_error("LogicalTensor: shape entries must be >= 0 or -1 (unknown)");
+        if (d == -1) d = DNNL_GRAPH_UNKNOWN_DIM;
+    }
     if (strides) {
         if (lt != layout_type::strided)
             throw py::value_error("LogicalTensor: strides are only meaningful with layout='strided'");
@@ -62,7 +70,7 @@ static std::string repr(const dg::logical_tensor &t) {
         const auto d = t.get_dims();
         s += "(";
         for (size_t i = 0; i < d.size(); ++i)
-            s += (i ? ", " : "") + std::to_string(d[i]);
+            s += (i ? ", " : "") + std::to_string(d[i] == DNNL_GRAPH_UNKNOWN_DIM ? -1 : d[i]);
         s += d.size() == 1 ? ",)" : ")";
     }
     return s + ", layout='" + from_layout_type(t.get_layout_type()) + "', property='"
@@ -82,7 +90,10 @@ void bind_logical_tensor(py::module_ &m) {
                     "Number of dimensions, -1 when unknown.")
             .def_property_readonly("shape", [](const dg::logical_tensor &t) -> py::object {
                 if (ndims_of(t) < 0) return py::none();
-                return py::tuple(py::cast(t.get_dims()));
+                auto d = t.get_dims();
+                for (auto &x : d)
+                    if (x == DNNL_GRAPH_UNKNOWN_DIM) x = -1;
+                return py::tuple(py::cast(d));
             })
             .def_property_readonly("strides", [](const dg::logical_tensor &t) -> py::object {
                 // Strides exist only for a strided layout of known rank.

@@ -35,8 +35,8 @@ void check_buffer(const dg::logical_tensor &lt, const py::array &a) {
                               "partition's query_logical_tensor() first");
     }
     for (auto d : shape)
-        if (d < 0) throw py::value_error("Tensor: the logical tensor's shape " + join(shape)
-                + " has unknown dims; use the compiled partition's query_logical_tensor() first");
+        if (d < 0 || d == DNNL_GRAPH_UNKNOWN_DIM) throw py::value_error("Tensor: the logical tensor's shape has unknown dims"
+                "; use the compiled partition's query_logical_tensor() first");
     if (lt.get_layout_type() == layout_type::strided) {
         dims ashape(a.shape(), a.shape() + a.ndim());
         if (ashape != shape)
