@@ -13,7 +13,6 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
-import warnings
 
 import ml_dtypes
 import numpy as np
@@ -21,16 +20,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-# When a hypothesis test fails, hypothesis's pytest plugin imports
-# hypothesis.extra._patching (-> libcst -> mypy_extensions), and that import
-# warns. The project's filterwarnings=error turns the warning into an
-# INTERNALERROR that hides the real failure. Import it here once, quietly.
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    try:
-        import hypothesis.extra._patching  # noqa: F401
-    except ImportError:
-        pass
+# When a hypothesis test fails, hypothesis's pytest plugin imports libcst,
+# which imports mypy_extensions, and that import warns. The project's
+# filterwarnings=error would turn the warning into an INTERNALERROR that hides
+# the real failure.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning")
 
 
 def _load(name):
@@ -177,6 +172,16 @@ def test_convolution_and_backward_data_by_hand():
         ref.convolution_backward_data(arr([[1, 2]]), arr([[1, 10]]), strides=2, **NCX_OIX)
 
 
+def test_convolution_backward_data_ignores_output_padding():
+    # 3.2 ignores output_padding here: dst_shape fixes the geometry
+    rng = np.random.default_rng(11)
+    dy, w = rng.standard_normal((1, 2, 4)), rng.standard_normal((2, 3, 3))
+    kw = dict(strides=2, pads_begin=1, **NCX_OIX)
+    np.testing.assert_array_equal(
+        ref.convolution_backward_data(dy, w, (1, 3, 8), output_padding=1, **kw),
+        ref.convolution_backward_data(dy, w, (1, 3, 8), **kw))
+
+
 def test_legacy_backprop_filters_is_the_weights_gradient_with_channel_axes_swapped():
     rng = np.random.default_rng(7)
     x, dy = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 6, 7))
@@ -278,14 +283,15 @@ def _ct_case(rng, nsp, g, c_in, c_out, x, k, s, d, pb, pe, auto_pad, fmt, wfmt):
 def check_conv_transpose_adjoints(rng, op, **case):
     """<CT(x, W), dy> == <x, CTBwdData(dy, W)> == <W, CTBwdWeights(x, dy)>."""
     x, w, kw = _ct_case(rng, **case)
-    y = ref.conv_transpose(x, w, output_padding=op, **kw)
+    kw["output_padding"] = op  # the backward ops take the forward's attributes
+    y = ref.conv_transpose(x, w, **kw)
     dy = rng.standard_normal(y.shape)
     dx = ref.conv_transpose_backward_data(dy, w, **kw)
     dw = ref.conv_transpose_backward_weights(x, dy, w.shape, **kw)
     assert dx.shape == x.shape and dw.shape == w.shape
     lhs = np.vdot(y, dy)
     # sum(|products|) of all three sums: the same identity on absolute values
-    scale = np.vdot(ref.conv_transpose(abs(x), abs(w), output_padding=op, **kw), abs(dy))
+    scale = np.vdot(ref.conv_transpose(abs(x), abs(w), **kw), abs(dy))
     # T: no side adds more than x.size * w.size products
     tol = x.size * w.size * EPS * scale
     assert abs(lhs - np.vdot(x, dx)) <= tol
@@ -313,10 +319,11 @@ ADJOINT_CASES = [
     (1, 1, 1, 1, (5,), (3,), (2,), (1,), (0,), (0,), (1,), "none"),
     (1, 2, 4, 6, (4,), (3,), (3,), (2,), (2,), (1,), (2,), "none"),
     (1, 3, 3, 3, (6,), (2,), (1,), (2,), (0,), (1,), (0,), "same_upper"),  # depthwise
-    (1, 3, 6, 9, (3,), (4,), (2,), (1,), (0,), (0,), (0,), "same_lower"),
+    (1, 3, 6, 9, (3,), (4,), (2,), (1,), (0,), (0,), (1,), "same_lower"),
+    (1, 1, 2, 2, (4,), (3,), (2,), (1,), (1,), (1,), (3,), "none"),  # output_padding > stride
     (2, 1, 2, 3, (3, 4), (2, 3), (2, 1), (1, 2), (1, 0), (0, 2), (1, 0), "none"),
     (2, 2, 2, 2, (5, 3), (3, 3), (3, 2), (2, 1), (0, 0), (0, 0), (2, 1), "valid"),  # depthwise
-    (2, 2, 4, 2, (3, 3), (3, 2), (2, 3), (1, 1), (0, 0), (0, 0), (0, 0), "same_upper"),
+    (2, 2, 4, 2, (3, 3), (3, 2), (2, 3), (1, 1), (0, 0), (0, 0), (1, 2), "same_upper"),
     (2, 3, 6, 3, (4, 2), (2, 2), (1, 2), (2, 1), (0, 0), (0, 0), (0, 0), "same_lower"),
     (3, 1, 2, 2, (3, 2, 2), (2, 2, 1), (2, 1, 3), (1, 2, 1), (1, 0, 0), (0, 1, 0), (1, 0, 2), "none"),
     (3, 2, 2, 4, (2, 3, 2), (2, 1, 2), (1, 2, 2), (2, 1, 1), (0, 0, 0), (0, 0, 0), (0, 0, 0), "same_upper"),
@@ -346,9 +353,8 @@ def _geometry(draw):
         ek = (k - 1) * d + 1
         # pads < ek keep every conv output position in reach of the input
         pb, pe = draw(st.integers(0, ek - 1)), draw(st.integers(0, ek - 1))
-        # ConvTranspose with same_* and output_padding is not undone by the
-        # backward ops in 3.2 (see test_shapes), so op stays 0 there
-        op = draw(st.integers(0, s - 1)) if auto_pad in ("none", "valid") else 0
+        # up to the stride: 3.2 refuses op >= s, the package folds it into pads_end
+        op = draw(st.integers(0, s))
         # the conv input must cover the kernel: X + pads >= ek (valid: pads 0)
         low = ek if auto_pad == "valid" else max(1, ek - pb - pe)
         x = draw(st.integers(low, max(low, 4 if nsp < 3 else 3)))
@@ -397,6 +403,7 @@ TORCH_CASES = [
     (2, 2, 4, 2, (3, 4), (3, 2), (2, 1), (1, 2), (1, 1), (2, 0), (0, 0)),
     (2, 1, 1, 2, (4, 3), (2, 3), (3, 2), (2, 1), (0, 2), (1, 1), (1, 1)),
     (3, 2, 2, 4, (2, 3, 2), (2, 2, 1), (2, 1, 3), (1, 2, 1), (1, 0, 0), (0, 1, 0), (1, 0, 2)),
+    (1, 1, 2, 3, (4,), (3,), (2,), (1,), (0,), (1,), (3,)),  # output_padding > stride
 ]
 
 
@@ -442,11 +449,12 @@ def test_against_torch(case):
     # gradients of sum(CT(x, W) * dy): w.r.t. x is CTBwdData, w.r.t. W is CTBwdWeights
     dy = rng.standard_normal(y.shape)
     (torch_ct(xt, wt) * torch.tensor(dy)).sum().backward()
-    dx = ref.conv_transpose_backward_data(dy, w_iox, **kw, **NCX_IOX)
-    dw = ref.conv_transpose_backward_weights(x, dy, w_iox.shape, **kw, **NCX_IOX)
+    bkw = dict(kw, output_padding=op, **NCX_IOX)  # the forward op's attributes
+    dx = ref.conv_transpose_backward_data(dy, w_iox, **bkw)
+    dw = ref.conv_transpose_backward_weights(x, dy, w_iox.shape, **bkw)
     # dx element: c_out/g * prod(K) products; dW element: N * prod(X) products
-    abs_dx = ref.conv_transpose_backward_data(abs(dy), abs(w_iox), **kw, **NCX_IOX)
-    abs_dw = ref.conv_transpose_backward_weights(abs(x), abs(dy), w_iox.shape, **kw, **NCX_IOX)
+    abs_dx = ref.conv_transpose_backward_data(abs(dy), abs(w_iox), **bkw)
+    abs_dw = ref.conv_transpose_backward_weights(abs(x), abs(dy), w_iox.shape, **bkw)
     np.testing.assert_allclose(dx, xt.grad.numpy(), rtol=0,
                                atol=(c_out // g) * np.prod(k) * EPS * abs_dx.max())
     np.testing.assert_allclose(dw, wt.grad.numpy(), rtol=0,

@@ -9,22 +9,17 @@ import importlib.machinery
 import importlib.util
 import sys
 import types
-import warnings
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-# When a hypothesis test fails, hypothesis's pytest plugin imports
-# hypothesis.extra._patching (-> libcst -> mypy_extensions), and that import
-# warns. The project's filterwarnings=error turns the warning into an
-# INTERNALERROR that hides the real failure. Import it here once, quietly.
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    try:
-        import hypothesis.extra._patching  # noqa: F401
-    except ImportError:
-        pass
+# When a hypothesis test fails, hypothesis's pytest plugin imports libcst,
+# which imports mypy_extensions, and that import warns. The project's
+# filterwarnings=error would turn the warning into an INTERNALERROR that hides
+# the real failure.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning")
 
 
 def _load(name):
@@ -82,9 +77,9 @@ def test_conv_out_size_by_hand():
 # --------------------------------------------------------------------------
 
 
-def _pads(kind, in_size, k, s=1, d=1, auto_pad="same_upper", **kw):
+def _pads(kind, in_size, k, s=1, d=1, auto_pad="same_upper", native=False, **kw):
     a = normalize(kind, 1, strides=s, dilations=d, auto_pad=auto_pad, **kw)
-    (pb,), (pe,) = shapes.resolve_pads(a, (in_size,), (k,))
+    (pb,), (pe,) = shapes.resolve_pads(a, (in_size,), (k,), native=native)
     return pb, pe
 
 
@@ -112,6 +107,18 @@ def test_backward_transpose_ops_resolve_same_as_conv_transpose(kind):
     for size in (7, 8):
         assert _pads(kind, size, 3, s=2, d=2) == (1, 2)
         assert _pads(kind, size, 3, s=2, d=2, auto_pad="same_lower") == (2, 1)
+
+
+@pytest.mark.parametrize("kind", [CTBD, CTBW])
+def test_native_rule_of_the_backward_transpose_ops(kind):
+    # oneDNN 3.2 itself (native=True) pads these with is_deconv=false on
+    # diff_dst's size: total = max(0, ek - (in % s or s)).
+    # in=3, K=3, s=2: 3 % 2 = 1 -> total 2 -> (1, 1); in=8, ek=5: 8 % 2 = 0 -> total 3
+    assert _pads(kind, 3, 3, s=2, native=True) == (1, 1)
+    assert _pads(kind, 8, 3, s=2, d=2, native=True) == (1, 2)
+    assert _pads(kind, 7, 3, s=2, d=2, native=True) == (2, 2)  # 7 % 2 = 1 -> 5 - 1
+    # ConvTranspose's own rule is the same either way
+    assert _pads(CT, 3, 3, s=2, native=True) == (0, 1)
 
 
 def test_convolution_backward_data_uses_the_convolution_rule():
@@ -234,6 +241,11 @@ def test_conv_transpose_backward_data_output_shape():
     assert shapes.output_shape(CTBD, [(1, 6, 7), (4, 3, 3)], strides=2, dilations=2,
                                auto_pad="same_lower", groups=2, data_format="NCX",
                                weights_format="IOX") == (1, 4, 3)
+    # output_padding is the forward ConvTranspose's, even when >= stride:
+    # X=3, K=3, s=2, pads 1/1, op=2 gives Y = 4 + 3 - 2 + 2 = 7, and back
+    # (7 + 1 + 1 - 2 - 3) // 2 + 1 = 3 (without op it would be 4, above)
+    assert shapes.output_shape(CTBD, [(1, 6, 7), (4, 3, 3)], output_padding=2,
+                               **kw) == (1, 4, 3)
 
 
 def test_same_padding_with_output_padding_round_trips():
@@ -263,6 +275,13 @@ def test_conv_transpose_backward_weights_output_shape():
     with pytest.raises(ValueError, match="do not fit kernel 5"):
         shapes.output_shape(CTBW, [(1, 3, 4), (1, 7, 6)], weights_shape=(5, 3, 4),
                             strides=2, groups=2)
+    # pads 1/1, K=3: (7 + 2 - 3) // 2 + 1 = 4 != 3, but with the forward's
+    # output_padding 2 (Y = 4 + 3 - 2 + 2 = 7): (7 + 2 - 2 - 3) // 2 + 1 = 3
+    kw = dict(weights_shape=(3, 3, 4), strides=2, pads_begin=1, pads_end=1, groups=2)
+    with pytest.raises(ValueError, match="do not fit kernel 3"):
+        shapes.output_shape(CTBW, [(1, 3, 4), (1, 7, 6)], **kw)
+    assert shapes.output_shape(CTBW, [(1, 3, 4), (1, 7, 6)], output_padding=2,
+                               **kw) == (3, 3, 4)
 
 
 def test_convolution_backward_data_output_shape():
@@ -402,7 +421,7 @@ def _ct_geometry(draw):
         x, k, s, d = draw(st.integers(1, 5)), draw(st.integers(1, 4)), draw(st.integers(1, 3)), draw(st.integers(1, 2))
         ek = (k - 1) * d + 1
         pb, pe = draw(st.integers(0, ek - 1)), draw(st.integers(0, ek - 1))
-        op = draw(st.integers(0, s - 1)) if auto_pad in ("none", "valid") else 0
+        op = draw(st.integers(0, s))  # op == s too: the package folds it into pads_end
         axes.append((x, k, s, d, pb, pe, op))
     x, k, s, d, pb, pe, op = zip(*axes)
     c_in, c_out = g * draw(st.integers(1, 2)), g * draw(st.integers(1, 2))
@@ -426,14 +445,19 @@ def test_conv_transpose_geometry_round_trips(geometry):
         assert "empty" in str(exc)
         return
     assert shapes.data_channels(fmt, dst) == c_out
-    no_op = {key: v for key, v in kw.items() if key != "output_padding"}
-    # ConvTransposeBackwardData recovers src's shape (output_padding < stride)
-    assert shapes.output_shape(CTBD, [dst, w], **no_op) == src
-    # ConvTransposeBackwardWeights accepts the forward geometry
-    assert shapes.output_shape(CTBW, [src, dst], weights_shape=w, **no_op) == w
-    # Without output_padding and same_* padding, K is the unique solution
-    if kw["auto_pad"] in ("none", "valid") and not any(kw["output_padding"]):
-        assert shapes.infer_weights_shape(src, dst, **no_op) == w
+    # With the same attributes, ConvTransposeBackwardData recovers src's shape
+    # and ConvTransposeBackwardWeights accepts the forward geometry
+    assert shapes.output_shape(CTBD, [dst, w], **kw) == src
+    assert shapes.output_shape(CTBW, [src, dst], weights_shape=w, **kw) == w
+    # output_padding < stride only adds a remainder the floor drops, so
+    # leaving it out changes nothing (3.2 rejects it on these two ops)
+    if all(op < s for op, s in zip(kw["output_padding"], kw["strides"])):
+        no_op = {key: v for key, v in kw.items() if key != "output_padding"}
+        assert shapes.output_shape(CTBD, [dst, w], **no_op) == src
+        assert shapes.output_shape(CTBW, [src, dst], weights_shape=w, **no_op) == w
+    # Unless same_* padding cancels K, K is the unique solution
+    if kw["auto_pad"] in ("none", "valid"):
+        assert shapes.infer_weights_shape(src, dst, **kw) == w
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
