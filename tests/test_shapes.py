@@ -431,7 +431,7 @@ def _ct_geometry(draw):
     return x, k, c_in, c_out, kw
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(_ct_geometry())
 def test_conv_transpose_geometry_round_trips(geometry):
     x, k, c_in, c_out, kw = geometry
@@ -460,7 +460,7 @@ def test_conv_transpose_geometry_round_trips(geometry):
         assert shapes.infer_weights_shape(src, dst, **kw) == w
 
 
-@settings(max_examples=150, deadline=None, derandomize=True)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(_ct_geometry())
 def test_convolution_backward_data_geometry(geometry):
     x, k, c_in, c_out, kw = geometry
