@@ -33,9 +33,9 @@ WEIGHTS_FORMATS = {
     CONV_TRANSPOSE_BWD_WEIGHTS: ("XOI", "IOX"),
     CONV_BWD_DATA: ("XIO", "OIX"),
 }
-# ConvTransposeBackpropFilters names the same memory from the forward
-# convolution's side: its O is ConvTranspose's I and its I is ConvTranspose's O,
-# so OIX is IOX and XIO is XOI, axis for axis (see docs/ops.md).
+# ConvTransposeBackpropFilters' OIX is (C_out/g, C_in, *K) and XIO is
+# (*K, C_in, C_out/g): the current IOX / XOI with the two channel axes swapped
+# (graph-v0.8 reads O = dims[0]); shapes.from_legacy_filter maps the shapes.
 LEGACY_FILTER_FORMATS = {"OIX": "IOX", "XIO": "XOI"}
 LEGACY_ATTR_NAMES = {"filter_format": "weights_format", "filter_shape": "weights_shape"}
 

@@ -86,10 +86,11 @@ _INPUT_NAMES = {
 _MIN_INPUTS = {"ConvTranspose": 2}
 
 # Legacy ConvTransposeBackpropFilters filter_format -> current weights_format.
-# The letters keep their meaning (O = C_out/g, I = C_in): graph-v0.8 reads
+# The letters keep their meaning (O = C_out/g, I = C_in): tag graph-v0.8 reads
 # get_weight_o(OIX) = dims[0] and sets dst channels to weight_o * groups
-# (interface/shape_infer.cpp, infer_convtranspose_output_shape). So the old
-# OIX = (C_out/g, C_in, *K), and the old spec text agrees. That is the current
+# (src/interface/shape_infer.cpp, infer_convtranspose_output_shape), and its
+# backend permutes XIO to OIX letter by letter. So the old OIX = (C_out/g,
+# C_in, *K), and the old spec text (seed 002) agrees. That is the current
 # IOX with its two channel axes swapped, NOT the same memory.
 _LEGACY_FORMATS = {"OIX": "IOX", "XIO": "XOI"}
 
@@ -333,15 +334,18 @@ def resolve_pads(
     By default, it is the package's rule: the ConvTranspose backward ops pad
     as their ConvTranspose does, so they stay its exact gradients.
 
-    ==============================  ==============================  ==========================  ==========================
-    kind                            ``in_spatial``                  ``r`` (package, default)    ``r`` (``native=True``)
-    ==============================  ==============================  ==========================  ==========================
-    ConvTranspose                   src spatial (not used)          ``s``                       ``s`` (``is_deconv=true``)
-    ConvTransposeBackwardData       diff_dst spatial                ``s`` (input not used)      ``in % s or s``
-    ConvTransposeBackwardWeights    diff_dst spatial (input #1)     ``s`` (input not used)      ``in % s or s``
-    ConvolutionBackwardData         ``dst_shape`` spatial           ``in % s or s``             ``in % s or s``
-    Convolution (forward)           src spatial                     ``in % s or s``             ``in % s or s``
-    ==============================  ==============================  ==========================  ==========================
+    ============================  ======================  ================  ================
+    kind                          ``in_spatial``          ``r`` package     ``r`` native
+    ============================  ======================  ================  ================
+    ConvTranspose                 src (not used)          ``s``             ``s``
+    ConvTransposeBackwardData     diff_dst (not used)     ``s``             ``in % s or s``
+    ConvTransposeBackwardWeights  diff_dst (input #1)     ``s``             ``in % s or s``
+    ConvolutionBackwardData       ``dst_shape``           ``in % s or s``   ``in % s or s``
+    Convolution (forward)         src                     ``in % s or s``   ``in % s or s``
+    ============================  ======================  ================  ================
+
+    (``r = s`` is infer_auto_pad's ``is_deconv=true`` branch; ``in_spatial`` is
+    the spatial size of the named tensor.)
 
     The two rules agree when diff_dst is the output of a ConvTranspose with
     ``same_*`` padding and no output_padding. They differ otherwise, e.g. when
