@@ -8,11 +8,6 @@ addends (the classic bound for recursive summation). Each test derives its own
 """
 
 import doctest
-import importlib
-import importlib.machinery
-import importlib.util
-import sys
-import types
 
 import ml_dtypes
 import numpy as np
@@ -20,39 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-# When a hypothesis test fails, hypothesis's pytest plugin imports libcst,
-# which imports mypy_extensions, and that import warns. The project's
-# filterwarnings=error would turn the warning into an INTERNALERROR that hides
-# the real failure.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning")
+# conftest.py imports the built package, so the modules load normally.
+from onednn_graph import reference, shapes
 
 
-def _load(name):
-    """Import ``onednn_graph.<name>`` without needing the native extension.
-
-    The package ``__init__`` imports the compiled ``_core``. Where that is not
-    built, the pure-Python modules are loaded from the same directory under
-    an alias package that skips ``__init__``.
-    """
-    try:
-        return importlib.import_module(f"onednn_graph.{name}")
-    except ImportError:
-        spec = importlib.util.find_spec("onednn_graph")
-        if spec is None or not spec.submodule_search_locations:
-            raise
-        alias = "_onednn_graph_pure"
-        if alias not in sys.modules:
-            pkg = types.ModuleType(alias)
-            pkg.__path__ = list(spec.submodule_search_locations)
-            pkg.__spec__ = importlib.machinery.ModuleSpec(alias, None, is_package=True)
-            pkg.__spec__.submodule_search_locations = pkg.__path__
-            sys.modules[alias] = pkg
-        return importlib.import_module(f"{alias}.{name}")
-
-
-shapes = _load("shapes")
-ref = _load("reference")
+ref = reference
 normalize = shapes._attrs.normalize
 
 EPS = np.finfo(np.float64).eps

@@ -236,7 +236,7 @@ class CompiledPartition:
 
     def __init__(self, partition: Partition, inputs: list[Any], outputs: list[Any], engine: Any,
                  native_partition: Any = None) -> None:
-        self._partition, self._inputs, self._outputs, self._engine = partition, inputs, outputs, engine
+        self._partition, self._inputs, self._engine = partition, inputs, engine
         self._outputs = [self._output_for(lt) for lt in outputs]
         self._native = (native_partition or partition._native).compile(inputs, self._outputs, engine)
 

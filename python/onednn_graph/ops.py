@@ -24,6 +24,15 @@ __all__ = [
 Spatial = Any  # an int (every spatial axis) or a sequence with one int per axis
 
 
+def _conv_attrs(strides: Spatial, pads_begin: Spatial, pads_end: Spatial, dilations: Spatial,
+                auto_pad: str, output_padding: Spatial, groups: int, data_format: str,
+                weights_format: str) -> dict[str, Any]:
+    """The keywords every op shares, by their spec names (checked later by shapes.plan)."""
+    return dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end, dilations=dilations,
+                auto_pad=auto_pad, output_padding=output_padding, groups=groups,
+                data_format=data_format, weights_format=weights_format)
+
+
 def _shape_arg(name: str, value: Any) -> Optional[tuple[int, ...]]:
     """weights_shape / dst_shape: a sequence of ints or the spec's 1-D s32 tensor."""
     if value is None:
@@ -91,9 +100,8 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     >>> og.conv_transpose(x, w, strides=2, data_format="NCX", weights_format="IOX")
     array([[[1., 1., 1., 1., 1., 1.]]], dtype=float32)
     """
-    attrs = dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end, dilations=dilations,
-                 auto_pad=auto_pad, output_padding=output_padding, groups=groups,
-                 data_format=data_format, weights_format=weights_format)
+    attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
+                        groups, data_format, weights_format)
     arrays = [src, weights] + ([] if bias is None else [bias])
     return _run(_attrs.CONV_TRANSPOSE, ("src", "weights", "bias"), arrays, out, attrs)
 
@@ -118,9 +126,8 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     >>> og.conv_transpose_backward_data(dy, w, strides=2, data_format="NCX", weights_format="IOX")
     array([[[2., 2., 2.]]], dtype=float32)
     """
-    attrs = dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end, dilations=dilations,
-                 auto_pad=auto_pad, output_padding=output_padding, groups=groups,
-                 data_format=data_format, weights_format=weights_format)
+    attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
+                        groups, data_format, weights_format)
     return _run(_attrs.CONV_TRANSPOSE_BWD_DATA, ("diff_dst", "weights"), [diff_dst, weights],
                 out, attrs)
 
@@ -146,9 +153,8 @@ def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any 
     ...                                    data_format="NCX", weights_format="IOX")
     array([[[3., 3.]]], dtype=float32)
     """
-    attrs = dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end, dilations=dilations,
-                 auto_pad=auto_pad, output_padding=output_padding, groups=groups,
-                 data_format=data_format, weights_format=weights_format)
+    attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
+                        groups, data_format, weights_format)
     ws = _shape_arg("weights_shape", weights_shape)
     if ws is None:
         ws = shapes.infer_weights_shape(np.shape(src), np.shape(diff_dst), **attrs)
@@ -178,9 +184,8 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
     >>> og.convolution_backward_data(dy, w, (1, 1, 4), data_format="NCX", weights_format="OIX")
     array([[[1., 2., 2., 1.]]], dtype=float32)
     """
-    attrs = dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end, dilations=dilations,
-                 auto_pad=auto_pad, output_padding=output_padding, groups=groups,
-                 data_format=data_format, weights_format=weights_format)
+    attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
+                        groups, data_format, weights_format)
     ds = _shape_arg("dst_shape", dst_shape)
     if ds is None:
         ds = shapes.infer_dst_shape(np.shape(diff_dst), np.shape(weights), **attrs)
@@ -213,9 +218,8 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
     """
     _attrs.check_choice("filter_format", filter_format, tuple(_attrs.LEGACY_FILTER_FORMATS))
     weights_format, ws = shapes.from_legacy_filter(filter_format, _shape_arg("filter_shape", filter_shape))
-    attrs = dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end, dilations=dilations,
-                 auto_pad=auto_pad, output_padding=output_padding, groups=groups,
-                 data_format=data_format, weights_format=weights_format)
+    attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
+                        groups, data_format, weights_format)
     if ws is None:
         ws = shapes.infer_weights_shape(np.shape(input_forward), np.shape(output_delta), **attrs)
     to_legacy = shapes.format_permutation(weights_format, filter_format, len(ws))
