@@ -120,8 +120,12 @@ class _Native:
             shape_value = attrs.pop(shape_name, None) if shape_name else None
             kw = dict(attrs, **({shape_name: shape_value} if shape_name else {}))
             plan = shapes.plan(kind, [t.shape for t in inputs], **kw)
-            in_spatial = shapes.data_spatial(plan.attrs.data_format, inputs[0].shape)
-            native = _lowering.lower(plan, in_spatial)
+            native = _lowering.lower(plan, [t.shape for t in inputs])
+            if native.crop:
+                raise UnsupportedError(
+                    f"{op.kind} op {op.id}: output_padding >= strides + pads_end needs a view "
+                    "that leaves out positions outside every kernel window, which a partition "
+                    "cannot express; the functional API (onednn_graph.ops) runs it")
         elif shape_name and shape_name not in attrs:
             raise ValueError(f"{op.kind} op {op.id}: give the {shape_name} attribute or an output "
                              "logical tensor with a known shape (the shape input's values are "
