@@ -1,0 +1,77 @@
+"""How far oneDNN's result may be from the float64 reference, per element.
+
+Both sides read the same rounded inputs. oneDNN accumulates in f32 (for bf16
+and f16 too) and rounds once to the output dtype; the reference sums exactly
+in float64 and rounds once. So for every output element y
+
+    |got - ref| <= 2*u(dtype)*|y| + terms * 2**-24 * sum_i |x_i w_i|
+
+two roundings to the dtype (u is its unit roundoff: a correctly rounded result
+is within u*|y|), plus the standard bound for a float32 sum of ``terms``
+products (Higham, Accuracy and Stability of Numerical Algorithms, 3.1).
+``sum_i |x_i w_i|`` is the reference applied to the inputs' absolute values.
+The tests, the support-matrix script and the command-line driver all use it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import _attrs, shapes
+
+__all__ = ["UNIT_ROUNDOFF", "accumulation_terms", "Comparison", "compare"]
+
+UNIT_ROUNDOFF = {"f32": 2.0**-24, "bf16": 2.0**-8, "f16": 2.0**-11}
+
+
+def accumulation_terms(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> int:
+    """An upper bound on the number of products summed into one output element."""
+    a = plan.attrs
+    kernel = int(np.prod(plan.kernel))
+    first = input_shapes[0]
+    if a.kind == _attrs.CONV_TRANSPOSE:  # over C_in/g channels and the taps, + bias
+        return shapes.data_channels(a.data_format, first) // a.groups * kernel + 1
+    if a.kind in (_attrs.CONV_TRANSPOSE_BWD_DATA, _attrs.CONV_BWD_DATA):  # over diff_dst channels
+        return shapes.data_channels(a.data_format, first) // a.groups * kernel
+    # Backward weights: over the batch and every diff_dst position.
+    diff_dst = input_shapes[1]
+    return diff_dst[0] * int(np.prod(shapes.data_spatial(a.data_format, diff_dst)))
+
+
+class Comparison:
+    """The outcome of comparing oneDNN's result with the reference."""
+
+    def __init__(self, got: np.ndarray, ref: np.ndarray, tol: np.ndarray) -> None:
+        err = np.abs(got.astype(np.float64) - ref)
+        # NaN where the reference has NaN at the same place counts as equal.
+        both_nan = np.isnan(ref) & np.isnan(got.astype(np.float64))
+        err = np.where(both_nan, 0.0, err)
+        self.max_abs = float(np.nanmax(err, initial=0.0)) if err.size else 0.0
+        scale = np.maximum(np.abs(ref), 1e-30)
+        self.max_rel = float(np.nanmax(err / scale, initial=0.0)) if err.size else 0.0
+        bad = ~(err <= tol)
+        self.ok = not bool(bad.any())
+        self.worst = None
+        if not self.ok:
+            self.worst = tuple(int(i) for i in np.unravel_index(np.argmax(np.where(bad, err - tol, -np.inf)), err.shape))
+        self.got, self.ref, self.tol = got, ref, tol
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}: within tolerance"
+        w = self.worst
+        return (f"max abs error {self.max_abs:.3g} exceeds tolerance at {w}: got {self.got[w]}, "
+                f"reference {self.ref[w]}, tolerance {self.tol[w]:.3g}")
+
+
+def compare(got: np.ndarray, ref_fn: Callable[..., np.ndarray], args: Sequence[Any],
+            kwargs: dict[str, Any], dtype: str, terms: int) -> Comparison:
+    """oneDNN's `got` against ``ref_fn(*args, **kwargs)`` with the bound above."""
+    ref = ref_fn(*args, **kwargs).astype(np.float64)
+    mag = ref_fn(*[np.abs(np.asarray(a).astype(np.float64)) for a in args], **kwargs).astype(np.float64)
+    tol = 2 * UNIT_ROUNDOFF[dtype] * np.abs(ref) + terms * 2.0**-24 * mag + 1e-30
+    if got.shape != ref.shape:
+        raise ValueError(f"result shape {got.shape} differs from the reference's {ref.shape}")
+    return Comparison(got, ref, tol)
