@@ -71,6 +71,11 @@ void bind_compiled_partition(py::module_ &m) {
             .def("execute", [](const CompiledPartition &c, dnnl::stream &stream,
                                     const std::vector<const Tensor *> &inputs,
                                     const std::vector<const Tensor *> &outputs) {
+                // oneDNN 3.2 fails (invalid_arguments) on a stream of another
+                // engine object, even of the same kind and index.
+                if (stream.get_engine().get() != c.engine.get())
+                    throw py::value_error("execute: the stream belongs to another Engine than the one "
+                            "the partition was compiled for; create the Stream on that Engine");
                 auto ins = check_args("input", c.inputs, inputs, false);
                 auto outs = check_args("output", c.outputs, outputs, true);
                 // The Python lists hold the Tensors (and their arrays) for the

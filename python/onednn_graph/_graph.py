@@ -108,8 +108,11 @@ class _Native:
             # become the attribute (the input takes precedence, as the spec says).
             self.shape_input = inputs.pop()
         out = outputs[0]
+        # Without the shape input's values (known only at execution) or the
+        # attribute, an output logical tensor of known shape says it.
+        wants_shape = self.shape_input is not None or (shape_name and shape_name not in attrs)
         given = shape_values if shape_values is not None else (
-            out.shape if self.shape_input is not None and _known(out) else None)
+            out.shape if wants_shape and _known(out) else None)
         if given is not None:
             attrs[shape_name] = list(given) if not legacy else list(
                 shapes.from_legacy_filter(filter_format, given)[1])
@@ -173,8 +176,9 @@ class Graph:
     ...          "pads_end": [0], "dilations": [1], "data_format": "NCX", "weights_format": "IOX"}))
     >>> g.finalize()
     >>> [p] = g.get_partitions()
-    >>> cp = p.compile([x, w], [y], og.Engine())
-    >>> e, s = og.Engine(), og.Stream(og.Engine())
+    >>> e = og.Engine()
+    >>> cp = p.compile([x, w], [y], e)
+    >>> s = og.Stream(e)
     >>> out = np.zeros((1, 1, 6), np.float32)
     >>> cp.execute(s, [og.Tensor(x, e, np.ones((1, 1, 3), np.float32)),
     ...                og.Tensor(w, e, np.ones((1, 1, 2), np.float32))], [og.Tensor(y, e, out)])
@@ -268,6 +272,10 @@ class CompiledPartition:
             values = np.asarray(t.numpy())
             if values.ndim != 1 or values.dtype != np.int32:
                 raise ValueError(f"the shape input (id {t.logical_tensor.id}) must be a 1-D int32 tensor")
+            out = n.source.outputs[0]
+            if _known(out) and tuple(int(v) for v in values) != tuple(out.shape):
+                raise ValueError(f"the shape input (id {t.logical_tensor.id}) holds {tuple(int(v) for v in values)}, "
+                                 f"but op {n.source.id}'s output was compiled with shape {out.shape}")
             shape_name = _attrs.SHAPE_ATTR.get(n.op.kind, "weights_shape")
             compiled_with = n.op.attrs.get(shape_name)
             if compiled_with is None or list(values) != list(compiled_with):

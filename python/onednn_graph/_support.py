@@ -162,7 +162,8 @@ def literal(p: Problem) -> Outcome:
     except ValueError as exc:  # oneDNN inferred another output shape than the spec's
         return Outcome("unsupported", str(exc).split(":")[0])
     result = _check(p, got)
-    return Outcome("native") if result.ok else Outcome("wrong", f"max abs error {result.max_abs:.2g}")
+    # The size of a wrong answer depends on the cell; the matrix groups by kind.
+    return Outcome("native") if result.ok else Outcome("wrong", "not the reference's numbers")
 
 
 def package(p: Problem) -> Outcome:
