@@ -141,7 +141,7 @@ class _Native:
                 raise UnsupportedError(f"{op.kind} op {op.id}: oneDNN 3.2 cannot compile these "
                                        "attributes as they are, and lowering them needs the "
                                        "input shapes; give the logical tensors known shapes")
-            native = _lowering.NativeOp(kind, dict(_lowering._native(normalized), **(
+            native = _lowering.NativeOp(kind, dict(_lowering.spelled_natively(normalized), **(
                 {shape_name: attrs[shape_name]} if shape_name else {})), "native")
             if kind != _attrs.CONV_TRANSPOSE:
                 native.attrs.pop("output_padding", None)

@@ -97,7 +97,7 @@ def lower(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> NativeOp:
             return NativeOp(_attrs.CONV_TRANSPOSE,
                             _explicit(plan, pads_end, weights_format=CONV_AS_TRANSPOSE_FORMAT[a.weights_format]),
                             "ConvTranspose over the same weights (groups > 1)")
-        attrs = _native(a)
+        attrs = spelled_natively(a)
         del attrs["output_padding"]
         attrs["dst_shape"] = list(plan.output_shape)
         return NativeOp(kind, attrs, "native")
@@ -127,14 +127,15 @@ def lower(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> NativeOp:
     if needs_fold:
         return NativeOp(kind, _explicit(plan, pads_end, **extra),
                         "output_padding folded into pads_end")
-    attrs = _native(a)
+    attrs = spelled_natively(a)
     if kind != _attrs.CONV_TRANSPOSE:
         del attrs["output_padding"]
     attrs.update(extra)
     return NativeOp(kind, attrs, "native")
 
 
-def _native(a: _attrs.ConvAttrs) -> dict[str, Any]:
+def spelled_natively(a: _attrs.ConvAttrs) -> dict[str, Any]:
+    """The attributes as given, with auto_pad in 3.2's spelling (nothing lowered)."""
     attrs = a.as_dict()
     attrs["auto_pad"] = NATIVE_AUTO_PAD[a.auto_pad]
     return attrs
