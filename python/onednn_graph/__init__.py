@@ -26,6 +26,7 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
 
 from . import reference, shapes
 from ._core import CompiledPartition, Engine, LogicalTensor, Stream, Tensor
+from ._compiled import CacheInfo, cache_info, clear_cache, set_cache_capacity
 from ._graph import Graph, Op, Partition
 from ._version import cpu_isa, onednn_version
 from .ops import (conv_transpose, conv_transpose_backprop_filters,
@@ -34,9 +35,9 @@ from .ops import (conv_transpose, conv_transpose_backprop_filters,
 from .shapes import output_shape
 
 __all__ = [
-    "CompiledPartition", "Engine", "Error", "Graph", "LogicalTensor", "Op", "Partition",
-    "Stream", "Tensor", "UnsupportedError", "conv_transpose",
+    "CacheInfo", "CompiledPartition", "Engine", "Error", "Graph", "LogicalTensor", "Op", "Partition",
+    "Stream", "Tensor", "UnsupportedError", "cache_info", "clear_cache", "conv_transpose",
     "conv_transpose_backprop_filters", "conv_transpose_backward_data",
     "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa",
-    "onednn_version", "output_shape", "reference", "shapes",
+    "onednn_version", "output_shape", "set_cache_capacity", "reference", "shapes",
 ]
