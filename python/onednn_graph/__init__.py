@@ -29,14 +29,15 @@ from ._core import CompiledPartition, Engine, LogicalTensor, Stream, Tensor
 from ._compiled import CacheInfo, cache_info, clear_cache, set_cache_capacity
 from ._graph import Graph, Op, Partition
 from ._version import cpu_isa, onednn_version
+from .operation import Operation, compile_op
 from .ops import (conv_transpose, conv_transpose_backprop_filters,
                   conv_transpose_backward_data, conv_transpose_backward_weights,
                   convolution_backward_data)
 from .shapes import output_shape
 
 __all__ = [
-    "CacheInfo", "CompiledPartition", "Engine", "Error", "Graph", "LogicalTensor", "Op", "Partition",
-    "Stream", "Tensor", "UnsupportedError", "cache_info", "clear_cache", "conv_transpose",
+    "CacheInfo", "CompiledPartition", "Engine", "Operation", "Error", "Graph", "LogicalTensor", "Op", "Partition",
+    "Stream", "Tensor", "UnsupportedError", "cache_info", "clear_cache", "compile_op", "conv_transpose",
     "conv_transpose_backprop_filters", "conv_transpose_backward_data",
     "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa",
     "onednn_version", "output_shape", "set_cache_capacity", "reference", "shapes",
