@@ -169,8 +169,9 @@ class Graph:
     ...          "pads_end": [0], "dilations": [1], "data_format": "NCX", "weights_format": "IOX"}))
     >>> g.finalize()
     >>> [p] = g.get_partitions()
-    >>> cp = p.compile([x, w], [y], og.Engine())
-    >>> e, s = og.Engine(), og.Stream(og.Engine())
+    >>> e = og.Engine()          # one engine for compiling, tensors and the stream
+    >>> cp = p.compile([x, w], [y], e)
+    >>> s = og.Stream(e)
     >>> out = np.zeros((1, 1, 6), np.float32)
     >>> cp.execute(s, [og.Tensor(x, e, np.ones((1, 1, 3), np.float32)),
     ...                og.Tensor(w, e, np.ones((1, 1, 2), np.float32))], [og.Tensor(y, e, out)])

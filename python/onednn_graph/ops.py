@@ -46,8 +46,14 @@ def _shape_arg(name: str, value: Any) -> Optional[tuple[int, ...]]:
     return _attrs.check_int_list(name, value, 1)
 
 
+def _shape(name: str, value: Any) -> tuple[int, ...]:
+    """The shape of a caller's array object (read through its NumPy view, no copy)."""
+    return _arrays.to_numpy(name, value).shape
+
+
 def _run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
-         attrs: dict[str, Any], view_out=None) -> np.ndarray:
+         attrs: dict[str, Any],
+         view_out: Optional[tuple[tuple[int, ...], tuple[int, ...]]] = None) -> Any:
     inputs = [_arrays.as_input(n, a) for n, a in zip(names, arrays)]
     dtypes = {a.dtype for a in inputs}
     if len(dtypes) != 1:
@@ -58,12 +64,12 @@ def _run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
     dtype = inputs[0].dtype
     out_shape = plan.output_shape if view_out is None else view_out[0]
     if out is None:
-        out = np.empty(out_shape, dtype)
+        out = view = np.empty(out_shape, dtype)
     else:
-        out = _arrays.check_out(out, out_shape, dtype, inputs)
-    target = out if view_out is None else out.transpose(view_out[1])
+        view = _arrays.check_out(out, out_shape, dtype, inputs)
+    target = view if view_out is None else view.transpose(view_out[1])
     _compiled.run(native.kind, native.attrs, inputs, target)
-    return out
+    return out  # the caller's own object (e.g. a torch tensor) when `out` was given
 
 
 def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 1,
@@ -157,7 +163,7 @@ def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any 
                         groups, data_format, weights_format)
     ws = _shape_arg("weights_shape", weights_shape)
     if ws is None:
-        ws = shapes.infer_weights_shape(np.shape(src), np.shape(diff_dst), **attrs)
+        ws = shapes.infer_weights_shape(_shape("src", src), _shape("diff_dst", diff_dst), **attrs)
     return _run(_attrs.CONV_TRANSPOSE_BWD_WEIGHTS, ("src", "diff_dst"), [src, diff_dst], out,
                 dict(attrs, weights_shape=ws))
 
@@ -188,7 +194,7 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
                         groups, data_format, weights_format)
     ds = _shape_arg("dst_shape", dst_shape)
     if ds is None:
-        ds = shapes.infer_dst_shape(np.shape(diff_dst), np.shape(weights), **attrs)
+        ds = shapes.infer_dst_shape(_shape("diff_dst", diff_dst), _shape("weights", weights), **attrs)
     return _run(_attrs.CONV_BWD_DATA, ("diff_dst", "weights"), [diff_dst, weights], out,
                 dict(attrs, dst_shape=ds))
 
@@ -221,7 +227,8 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
     attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
                         groups, data_format, weights_format)
     if ws is None:
-        ws = shapes.infer_weights_shape(np.shape(input_forward), np.shape(output_delta), **attrs)
+        ws = shapes.infer_weights_shape(_shape("input_forward", input_forward),
+                                        _shape("output_delta", output_delta), **attrs)
     to_legacy = shapes.format_permutation(weights_format, filter_format, len(ws))
     legacy_shape = tuple(ws[p] for p in to_legacy)
     to_current = shapes.format_permutation(filter_format, weights_format, len(ws))

@@ -28,7 +28,7 @@ import itertools
 
 import numpy as np
 
-from . import shapes
+from . import _arrays, shapes
 
 try:  # bfloat16 comes from ml_dtypes; without it only the other dtypes work
     import ml_dtypes
@@ -55,7 +55,7 @@ def _inputs(**arrays):
         if value is None:
             out[name] = None
             continue
-        arr = np.asarray(value)
+        arr = _arrays.to_numpy(name, value)  # same conversions as the oneDNN path
         if arr.dtype not in _DTYPES:
             raise TypeError(f"{name} has dtype {arr.dtype}; expected one of "
                             f"{', '.join(str(d) for d in _DTYPES)}")
