@@ -3,7 +3,11 @@
 The functional API (``conv_transpose`` and friends) runs the four transposed-
 convolution operations on NumPy arrays; the low-level objects (``Graph``,
 ``Op``, ``LogicalTensor``, ...) follow oneDNN's C++ API; ``reference`` holds a
-NumPy reference of the four operations and ``shapes`` their geometry.
+NumPy reference of the four operations and ``shapes`` their geometry;
+``torch_like`` offers PyTorch's ``conv_transpose*d`` and ``padding`` converts
+padding between the PyTorch, JAX, ONNX and oneDNN conventions. Every function
+taking an array also takes CPU torch tensors and other DLPack / buffer-protocol
+objects, without copying.
 """
 
 from .errors import Error, UnsupportedError
@@ -17,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
         "against oneDNN; importing from the source tree does not work."
     ) from exc
 
-from . import reference, shapes
+from . import padding, reference, shapes, torch_like
 from ._core import CompiledPartition, Engine, LogicalTensor, Stream, Tensor
 from ._graph import Graph, Op, Partition
 from ._version import cpu_isa, onednn_version
@@ -31,5 +35,5 @@ __all__ = [
     "Stream", "Tensor", "UnsupportedError", "conv_transpose",
     "conv_transpose_backprop_filters", "conv_transpose_backward_data",
     "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa",
-    "onednn_version", "output_shape", "reference", "shapes",
+    "onednn_version", "output_shape", "padding", "reference", "shapes", "torch_like",
 ]

@@ -55,6 +55,7 @@ __all__ = [
     "conv_out_size",
     "conv_transpose_out_size",
     "resolve_pads",
+    "split_same",
     "plan",
     "output_shape",
     "infer_weights_shape",
@@ -312,9 +313,19 @@ def _axis_pads(attrs: _attrs.ConvAttrs, axis: int, in_size: int, k: int,
         total = ek - s
     else:
         total = ek - (in_size % s or s)
-    total = max(total, 0)
-    # SAME_LOWER puts the odd unit at the beginning, SAME_UPPER at the end.
-    begin = (total + 1) // 2 if attrs.auto_pad == "same_lower" else total // 2
+    return split_same(max(total, 0), attrs.auto_pad)
+
+
+def split_same(total: int, auto_pad: str) -> Tuple[int, int]:
+    """``(begin, end)`` halves of a SAME padding ``total`` (infer_auto_pad).
+
+    ``same_lower`` puts the odd unit at the beginning, ``same_upper`` at the
+    end (ONNX's SAME_LOWER / SAME_UPPER place it the same way).
+
+    >>> split_same(3, "same_upper"), split_same(3, "same_lower")
+    ((1, 2), (2, 1))
+    """
+    begin = (total + 1) // 2 if auto_pad == "same_lower" else total // 2
     return begin, total - begin
 
 
