@@ -110,9 +110,11 @@ class _Native:
         out = outputs[0]
         given = shape_values if shape_values is not None else (
             out.shape if self.shape_input is not None and _known(out) else None)
-        if given is not None:
-            attrs[shape_name] = list(given) if not legacy else list(
-                shapes.from_legacy_filter(filter_format, given)[1])
+        if given is not None and shape_name is not None:
+            if legacy:
+                given = shapes.from_legacy_filter(filter_format, given)[1]
+                assert given is not None  # a shape in gives a shape out
+            attrs[shape_name] = list(given)
         if legacy:
             out = self._legacy_output(out, filter_format)
             outputs = [out]

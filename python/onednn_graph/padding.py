@@ -269,7 +269,7 @@ def _jax_string(mode: str, ek: int, s: int) -> Tuple[int, int]:
 def from_jax(padding: Union[str, Sequence[Sequence[int]]], *, kernel: Sequence[int],
              strides: SpatialArg = 1, dilations: SpatialArg = 1,
              use_consistent_padding: bool = False) -> Pads:
-    """Pads of ``jax.lax.conv_transpose``'s ``padding`` (``"SAME"``, ``"VALID"`` or ``(lo, hi)`` pairs).
+    """Pads of ``jax.lax.conv_transpose``'s ``padding``: ``"SAME"``, ``"VALID"`` or ``(lo, hi)`` pairs.
 
     ``kernel`` is the kernel's spatial size, ``dilations`` is JAX's
     ``rhs_dilation``. With ``use_consistent_padding=True`` (newer JAX), pairs
@@ -326,7 +326,7 @@ def from_onnx(pads: Optional[Sequence[int]] = None, auto_pad: str = "NOTSET",
               strides: SpatialArg = 1, dilations: SpatialArg = 1,
               input_spatial: Optional[Sequence[int]] = None,
               output_shape: Optional[Sequence[int]] = None) -> Pads:
-    """Pads of ONNX ConvTranspose attributes (``pads``, ``auto_pad``, ``output_padding``, ``output_shape``).
+    """Pads of ONNX ConvTranspose's ``pads``, ``auto_pad``, ``output_padding``, ``output_shape``.
 
     ``SAME_UPPER``/``SAME_LOWER`` and ``output_shape`` need ``input_spatial``
     (ONNX derives the pads from the input size). ``output_shape`` holds the

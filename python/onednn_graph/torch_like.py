@@ -39,7 +39,8 @@ def _output_padding_for(output_size: Sequence[int], pads: _padding.Pads, in_spat
     if len(size) == nsp + 2:
         size = size[2:]
     if len(size) != nsp:
-        raise ValueError(f"output_size must have {nsp} or {nsp + 2} entries, got {list(output_size)}")
+        raise ValueError(f"output_size must have {nsp} or {nsp + 2} entries, "
+                         f"got {list(output_size)}")
     smallest = _padding.Pads(pads.pads_begin, pads.pads_end, (0,) * nsp).output_shape(
         in_spatial, kernel, strides, dilations)
     for i, (want, lo, s) in enumerate(zip(size, smallest, strides)):
