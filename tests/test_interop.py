@@ -157,3 +157,13 @@ def test_torch_backward_ops_and_reference(rng):
                                   og.conv_transpose_backward_weights(x, dy, **KW))
     np.testing.assert_array_equal(og.reference.conv_transpose(xt, wt, **KW),
                                   og.reference.conv_transpose(x, w, **KW))
+
+
+def test_low_level_tensor_views_a_torch_tensor(rng, dtype):
+    torch = _torch()
+    t = _tensor(torch, random(rng, (2, 3), dtype))
+    lt = og.LogicalTensor(0, dtype, (2, 3))
+    view = og.Tensor(lt, og.Engine(), t).numpy()
+    assert address(view) == t.data_ptr() and view.dtype == NUMPY[dtype]
+    with pytest.raises(TypeError, match="array must be an array"):
+        og.Tensor(lt, og.Engine(), [[0.0] * 3] * 2)

@@ -22,8 +22,8 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
     ) from exc
 
 from . import padding, reference, shapes, torch_like
-from ._core import CompiledPartition, Engine, LogicalTensor, Stream, Tensor
-from ._graph import Graph, Op, Partition
+from ._core import CompiledPartition, Engine, LogicalTensor, Stream
+from ._graph import Graph, Op, Partition, Tensor
 from ._version import cpu_isa, onednn_version
 from .ops import (conv_transpose, conv_transpose_backprop_filters,
                   conv_transpose_backward_data, conv_transpose_backward_weights,

@@ -1,4 +1,4 @@
-"""Op, Graph, Partition: oneDNN's low-level objects with the spec's semantics.
+"""Op, Graph, Partition, Tensor: oneDNN's low-level objects with the spec's semantics.
 
 ``_core`` binds oneDNN as it is; these classes take ops as the specification
 writes them (lower-case ``auto_pad``, the optional s32 shape input, the legacy
@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _attrs, _core, _lowering, shapes
+from . import _arrays, _attrs, _core, _lowering, shapes
 from .errors import UnsupportedError
 
 _CONV_KINDS = _attrs.KINDS + (_attrs.LEGACY_BACKPROP_FILTERS,)
@@ -155,6 +155,27 @@ class _Native:
         perm = shapes.format_permutation(filter_format, weights_format, len(out.shape))
         return _core.LogicalTensor(out.id, out.dtype, [out.shape[p] for p in perm],
                                    [out.strides[p] for p in perm], "strided", out.property)
+
+
+class Tensor(_core.Tensor):
+    """A logical tensor bound to an array's memory, without a copy.
+
+    ``array`` may be anything the functional API takes (a NumPy array, a CPU
+    torch tensor, a DLPack or buffer-protocol object): its memory is viewed,
+    never copied, and kept alive by the Tensor (``Tensor.array``).
+
+    Examples
+    --------
+    >>> import numpy as np, onednn_graph as og
+    >>> a = np.zeros((2, 3), np.float32)
+    >>> t = og.Tensor(og.LogicalTensor(0, "f32", (2, 3)), og.Engine(), memoryview(a))
+    >>> np.shares_memory(t.numpy(), a)
+    True
+    """
+
+    def __init__(self, logical_tensor: _core.LogicalTensor, engine: _core.Engine,
+                 array: Any) -> None:
+        super().__init__(logical_tensor, engine, _arrays.to_numpy("array", array))
 
 
 class Graph:
