@@ -41,6 +41,9 @@ CompiledPartition compile(const dg::partition &p, std::vector<dg::logical_tensor
 } // namespace
 
 void bind_graph(py::module_ &m) {
+    // Partition is registered before Graph's methods name it, so signatures
+    // (and the generated _core.pyi) say "Partition", not the C++ type.
+    py::class_<dg::partition> partition(m, "Partition", "A set of ops oneDNN compiles as one kernel.");
     py::class_<Graph>(m, "Graph", "A graph of ops to be partitioned and compiled.")
             .def(py::init([](const std::string &engine_kind, const std::string &fpmath_mode) {
                 return Graph {dg::graph(to_engine_kind(engine_kind), to_fpmath_mode(fpmath_mode)),
@@ -62,8 +65,7 @@ void bind_graph(py::module_ &m) {
                 return g.graph.get_partitions(pol);
             }, py::arg("policy") = "fusion");
 
-    py::class_<dg::partition>(m, "Partition", "A set of ops oneDNN compiles as one kernel.")
-            .def_property_readonly("id", &dg::partition::get_id)
+    partition.def_property_readonly("id", &dg::partition::get_id)
             .def_property_readonly("is_supported", &dg::partition::is_supported)
             .def_property_readonly("input_ports", &dg::partition::get_input_ports)
             .def_property_readonly("output_ports", &dg::partition::get_output_ports)

@@ -9,7 +9,9 @@ PYBIND11_MODULE(_core, m) {
     bind_engine(m);
     bind_logical_tensor(m);
     bind_op(m);
-    bind_graph(m);
-    bind_compiled_partition(m);
+    // Each object is registered before any signature names it (Tensor before
+    // CompiledPartition.execute, CompiledPartition before Partition.compile).
     bind_tensor(m);
+    bind_compiled_partition(m);
+    bind_graph(m);
 }

@@ -3,7 +3,11 @@
 The functional API (``conv_transpose`` and friends) runs the four transposed-
 convolution operations on NumPy arrays; the low-level objects (``Graph``,
 ``Op``, ``LogicalTensor``, ...) follow oneDNN's C++ API; ``reference`` holds a
-NumPy reference of the four operations and ``shapes`` their geometry.
+NumPy reference of the four operations and ``shapes`` their geometry;
+``torch_like`` offers PyTorch's ``conv_transpose*d`` and ``padding`` converts
+padding between the PyTorch, JAX, ONNX and oneDNN conventions. Every function
+taking an array also takes CPU torch tensors and other DLPack / buffer-protocol
+objects, without copying.
 """
 
 from importlib import metadata as _metadata
@@ -24,10 +28,10 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
         "against oneDNN; importing from the source tree does not work."
     ) from exc
 
-from . import reference, shapes
-from ._core import CompiledPartition, Engine, LogicalTensor, Stream, Tensor
+from . import padding, reference, shapes, torch_like
+from ._core import CompiledPartition, Engine, LogicalTensor, Stream
 from ._compiled import CacheInfo, cache_info, clear_cache, set_cache_capacity
-from ._graph import Graph, Op, Partition
+from ._graph import Graph, Op, Partition, Tensor
 from ._version import cpu_isa, onednn_version
 from .operation import Operation, compile_op
 from .ops import (conv_transpose, conv_transpose_backprop_filters,
@@ -36,9 +40,11 @@ from .ops import (conv_transpose, conv_transpose_backprop_filters,
 from .shapes import output_shape
 
 __all__ = [
-    "CacheInfo", "CompiledPartition", "Engine", "Operation", "Error", "Graph", "LogicalTensor", "Op", "Partition",
-    "Stream", "Tensor", "UnsupportedError", "cache_info", "clear_cache", "compile_op", "conv_transpose",
+    "CacheInfo", "CompiledPartition", "Engine", "Error", "Graph", "LogicalTensor", "Op",
+    "Operation", "Partition", "Stream", "Tensor", "UnsupportedError", "cache_info",
+    "clear_cache", "compile_op", "conv_transpose",
     "conv_transpose_backprop_filters", "conv_transpose_backward_data",
     "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa",
-    "onednn_version", "output_shape", "set_cache_capacity", "reference", "shapes",
+    "onednn_version", "output_shape", "padding", "reference", "set_cache_capacity", "shapes",
+    "torch_like",
 ]

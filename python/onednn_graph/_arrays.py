@@ -1,4 +1,19 @@
-"""Checks on caller arrays: type, dtype, memory layout, writeability, overlap.
+"""Caller arrays: conversion to NumPy views, and checks on type, dtype, layout, overlap.
+
+This is the one place where objects from other libraries become NumPy arrays.
+Accepted, in this order, all without copying:
+
+* ``numpy.ndarray`` (bf16 as ``ml_dtypes.bfloat16``);
+* CPU PyTorch tensors (f32, f16, bf16; ``requires_grad`` ones are detached).
+  bf16 is read as int16 and re-viewed as ``ml_dtypes.bfloat16``, because
+  NumPy's DLPack import has no bfloat16;
+* any other DLPack exporter (``__dlpack__``, e.g. JAX CPU arrays), through
+  ``numpy.from_dlpack``;
+* objects with ``__array_interface__`` / ``__array_struct__``, or the buffer
+  protocol (``memoryview``-able).
+
+Lists, scalars and other sequences are refused (they would be copied, and a
+typo such as passing a shape for an array would go unnoticed).
 
 Inputs are used in place whenever oneDNN can describe their memory (any
 positive, item-aligned strides); anything else (negative or zero strides,
@@ -9,24 +24,71 @@ out so oneDNN can describe it, and must not share memory with an input.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from . import _dtypes
 
+_ACCEPTED = ("numpy.ndarray, a CPU torch.Tensor, or an object with __dlpack__, "
+             "__array_interface__ or the buffer protocol")
+
+
+def _torch_view(name: str, tensor: Any, torch: Any) -> np.ndarray:
+    """A NumPy view of a CPU torch tensor's memory (never a copy)."""
+    if tensor.device.type != "cpu":
+        raise TypeError(f"{name} is a torch tensor on {tensor.device}; oneDNN here runs on "
+                        "the CPU: move it with .cpu() first")
+    if tensor.is_conj() or tensor.is_neg():
+        raise TypeError(f"{name} is a torch tensor with a lazy conjugate/negative bit; "
+                        "call .resolve_conj()/.resolve_neg() first")
+    tensor = tensor.detach()
+    if tensor.dtype == torch.bfloat16:
+        # Same 2-byte elements, same strides: a reinterpretation, not a copy.
+        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.numpy()
+
+
+def _is_buffer(value: Any) -> bool:
+    try:
+        memoryview(value)
+    except TypeError:
+        return False
+    return True
+
+
+def to_numpy(name: str, value: Any) -> np.ndarray:
+    """A NumPy array over the memory of a caller's array object `name` (no copy)."""
+    if isinstance(value, np.ndarray):
+        return value
+    torch = sys.modules.get("torch")  # never imported here: a tensor implies it is loaded
+    if torch is not None and isinstance(value, torch.Tensor):
+        return _torch_view(name, value, torch)
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be an array ({_ACCEPTED}), got {type(value).__name__}")
+    from_dlpack = getattr(np, "from_dlpack", None)  # NumPy >= 1.23
+    if hasattr(value, "__dlpack__") and from_dlpack is not None:
+        try:
+            return from_dlpack(value)
+        except (TypeError, BufferError, RuntimeError, ValueError) as exc:
+            if not (hasattr(value, "__array_interface__") or _is_buffer(value)):
+                raise TypeError(f"{name}: NumPy cannot import it through DLPack ({exc})") from None
+    if (hasattr(value, "__array_interface__") or hasattr(value, "__array_struct__")
+            or _is_buffer(value)):
+        return np.asarray(value)
+    raise TypeError(f"{name} must be an array ({_ACCEPTED}), got {type(value).__name__}")
+
 
 def as_input(name: str, value: Any) -> np.ndarray:
-    """The array oneDNN will read for input `name` (the caller's, when usable)."""
-    if isinstance(value, (str, bytes)) or value is None or not hasattr(value, "__array_interface__") and not isinstance(value, np.ndarray):
-        raise TypeError(f"{name} must be an array (numpy.ndarray or an object with "
-                        f"__array_interface__), got {type(value).__name__}")
-    array = np.asarray(value)
+    """The array oneDNN will read for input `name` (the caller's memory, when usable)."""
+    array = to_numpy(name, value)
     try:
         _dtypes.dtype_name(array.dtype)
     except TypeError as exc:
         raise TypeError(f"{name}: {exc}") from None
-    if array.dtype.name == "int32" or array.dtype == np.int32:
+    if array.dtype == np.int32:
         raise TypeError(f"{name}: dtype int32 (s32) is only used for shape inputs; "
                         "data tensors take f32, bf16 or f16")
     return array if describable(array) else np.ascontiguousarray(array)
@@ -48,21 +110,33 @@ def element_strides(array: np.ndarray) -> list[int]:
     return strides[::-1]
 
 
+def check_no_grad(name: str, value: Any) -> None:
+    """Refuse writing into a torch tensor that requires grad (autograd cannot see the write)."""
+    if getattr(value, "requires_grad", False):
+        raise ValueError(f"{name} is a torch tensor that requires grad; autograd cannot track "
+                         "writes into it (pass a tensor without requires_grad)")
+
+
 def check_out(out: Any, shape: tuple[int, ...], dtype: np.dtype,
               inputs: list[np.ndarray]) -> np.ndarray:
-    """Validate a caller's `out` array before anything runs."""
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
-    if out.dtype != dtype:
-        raise TypeError(f"out has dtype {out.dtype}, the result has dtype {dtype}")
-    if out.shape != tuple(shape):
-        raise ValueError(f"out has shape {out.shape}, the result has shape {tuple(shape)}")
-    if not out.flags.writeable:
+    """Validate a caller's `out` before anything runs; return a NumPy view of its memory.
+
+    `out` may be anything :func:`to_numpy` accepts (a torch tensor is written
+    in place; one that requires grad is refused, as PyTorch refuses it for
+    its own ``out=``).
+    """
+    check_no_grad("out", out)
+    view = to_numpy("out", out)
+    if view.dtype != dtype:
+        raise TypeError(f"out has dtype {view.dtype}, the result has dtype {dtype}")
+    if view.shape != tuple(shape):
+        raise ValueError(f"out has shape {view.shape}, the result has shape {tuple(shape)}")
+    if not view.flags.writeable:
         raise ValueError("out is read-only")
-    if not describable(out):
+    if not describable(view):
         raise ValueError("out must have positive, item-aligned strides (oneDNN writes it in place)")
     for i, array in enumerate(inputs):
         # may_share_memory compares bounds (cheap); shares_memory settles the rare overlap.
-        if np.may_share_memory(out, array) and np.shares_memory(out, array):
+        if np.may_share_memory(view, array) and np.shares_memory(view, array):
             raise ValueError(f"out shares memory with input {i}; oneDNN would read what it writes")
-    return out
+    return view

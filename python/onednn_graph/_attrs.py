@@ -76,7 +76,7 @@ def canonical_kind(kind: str) -> str:
 
 def schema(kind: str) -> tuple[str, ...]:
     """The attribute names the specification lists for `kind`."""
-    names = SPATIAL_LISTS + ("auto_pad", "groups", "data_format")
+    names: tuple[str, ...] = SPATIAL_LISTS + ("auto_pad", "groups", "data_format")
     if kind == LEGACY_BACKPROP_FILTERS:
         return names + ("filter_format", "filter_shape")
     names += ("weights_format",)

@@ -177,25 +177,27 @@ def signature(kind: str, arrays: Sequence[Any], out: Any, attrs: dict[str, Any])
 
 
 def run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
-        attrs: dict[str, Any]) -> np.ndarray:
-    """The functional API's body: find or prepare the call, then run it."""
+        attrs: dict[str, Any]) -> Any:
+    """The functional API's body: find or prepare the call, then run it.
+
+    Returns a new NumPy array, or the caller's own `out` object (an ndarray,
+    a torch tensor, ...) written in place.
+    """
     key = signature(kind, arrays, out, attrs)
     prepared = _compiled.CACHE.lookup(key) if key is not None else None
     if prepared is None:
         inputs = [_arrays.as_input(n, a) for n, a in zip(names, arrays)]
         out_meta = None
         if out is not None:
-            if not isinstance(out, np.ndarray):
-                raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
-            if _arrays.describable(out):
-                out_meta = _compiled.meta(out)
+            view = _arrays.to_numpy("out", out)
+            if _arrays.describable(view):
+                out_meta = _compiled.meta(view)
         prepared = prepare(kind, names, inputs, attrs, out_meta)
         if key is not None:
             _compiled.CACHE.store(key, prepared, prepared.op.compile_seconds)
     else:
         inputs = [np.ascontiguousarray(a) if c else a for a, c in zip(arrays, prepared.copy_inputs)]
     if out is None:
-        out = np.empty(prepared.output_shape, prepared.dtype)
-    else:
-        out = _arrays.check_out(out, prepared.output_shape, prepared.dtype, inputs)
-    return prepared.run(inputs, out)
+        return prepared.run(inputs, np.empty(prepared.output_shape, prepared.dtype))
+    prepared.run(inputs, _arrays.check_out(out, prepared.output_shape, prepared.dtype, inputs))
+    return out

@@ -67,6 +67,7 @@ class CompiledOp:
                  inputs: Sequence[tuple], output: tuple,
                  constants: Optional[dict[int, np.ndarray]] = None) -> None:
         self.kind, self.attrs, self.dtype = kind, attrs, dtype
+        self.lowering = "native"  # how the spec-level op became this one (set by _call)
         self.constants = {i: _private_copy(a) for i, a in (constants or {}).items()}
         n = len(inputs)
         self.inputs = [

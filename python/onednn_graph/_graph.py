@@ -1,4 +1,4 @@
-"""Op, Graph, Partition: oneDNN's low-level objects with the spec's semantics.
+"""Op, Graph, Partition, Tensor: oneDNN's low-level objects with the spec's semantics.
 
 ``_core`` binds oneDNN as it is; these classes take ops as the specification
 writes them (lower-case ``auto_pad``, the optional s32 shape input, the legacy
@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _attrs, _core, _lowering, shapes
+from . import _arrays, _attrs, _core, _lowering, shapes
 from .errors import UnsupportedError
 
 _CONV_KINDS = _attrs.KINDS + (_attrs.LEGACY_BACKPROP_FILTERS,)
@@ -113,9 +113,11 @@ class _Native:
         wants_shape = self.shape_input is not None or (shape_name and shape_name not in attrs)
         given = shape_values if shape_values is not None else (
             out.shape if wants_shape and _known(out) else None)
-        if given is not None:
-            attrs[shape_name] = list(given) if not legacy else list(
-                shapes.from_legacy_filter(filter_format, given)[1])
+        if given is not None and shape_name is not None:
+            if legacy:
+                given = shapes.from_legacy_filter(filter_format, given)[1]
+                assert given is not None  # a shape in gives a shape out
+            attrs[shape_name] = list(given)
         if legacy:
             out = self._legacy_output(out, filter_format)
             outputs = [out]
@@ -162,6 +164,27 @@ class _Native:
                                    [out.strides[p] for p in perm], "strided", out.property)
 
 
+class Tensor(_core.Tensor):
+    """A logical tensor bound to an array's memory, without a copy.
+
+    ``array`` may be anything the functional API takes (a NumPy array, a CPU
+    torch tensor, a DLPack or buffer-protocol object): its memory is viewed,
+    never copied, and kept alive by the Tensor (``Tensor.array``).
+
+    Examples
+    --------
+    >>> import numpy as np, onednn_graph as og
+    >>> a = np.zeros((2, 3), np.float32)
+    >>> t = og.Tensor(og.LogicalTensor(0, "f32", (2, 3)), og.Engine(), memoryview(a))
+    >>> np.shares_memory(t.numpy(), a)
+    True
+    """
+
+    def __init__(self, logical_tensor: _core.LogicalTensor, engine: _core.Engine,
+                 array: Any) -> None:
+        super().__init__(logical_tensor, engine, _arrays.to_numpy("array", array))
+
+
 class Graph:
     """A graph of ops (the spec's semantics) that oneDNN partitions and compiles.
 
@@ -176,7 +199,7 @@ class Graph:
     ...          "pads_end": [0], "dilations": [1], "data_format": "NCX", "weights_format": "IOX"}))
     >>> g.finalize()
     >>> [p] = g.get_partitions()
-    >>> e = og.Engine()
+    >>> e = og.Engine()          # one engine for compiling, tensors and the stream
     >>> cp = p.compile([x, w], [y], e)
     >>> s = og.Stream(e)
     >>> out = np.zeros((1, 1, 6), np.float32)

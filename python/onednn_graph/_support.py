@@ -13,14 +13,14 @@ turns a sweep of these probes into ``docs/support-matrix.md``;
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
 from . import _attrs, _compiled, _core, _dtypes, _lowering, ops, reference, shapes, tolerance
 from .errors import Error, UnsupportedError
 
-_OPS = {
+_OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     _attrs.CONV_TRANSPOSE: (ops.conv_transpose, reference.conv_transpose),
     _attrs.CONV_TRANSPOSE_BWD_DATA: (ops.conv_transpose_backward_data,
                                      reference.conv_transpose_backward_data),
@@ -212,7 +212,7 @@ def _through_graph(p: Problem) -> tuple[np.ndarray, str]:
 
 
 #: The features ``summary()`` probes, each a change from the default Case.
-FEATURES = {
+FEATURES: dict[str, dict[str, Any]] = {
     "plain (stride 2, pads 1/0)": {},
     "groups > 1": dict(groups=2),
     "depthwise": dict(groups="depthwise"),

@@ -15,7 +15,7 @@ results): to use other weights, compile another operation.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from . import _arrays, _attrs, _call, _dtypes, ops
 __all__ = ["Operation", "compile_op"]
 
 # The functional API defines each op's inputs (in order) and keywords (with defaults).
-_FUNCTIONS = {
+_FUNCTIONS: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
     _attrs.CONV_TRANSPOSE: (ops.conv_transpose, ("src", "weights", "bias")),
     _attrs.CONV_TRANSPOSE_BWD_DATA: (ops.conv_transpose_backward_data, ("diff_dst", "weights")),
     _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: (ops.conv_transpose_backward_weights, ("src", "diff_dst")),
@@ -171,10 +171,9 @@ class Operation:
         if self._constant is not None:
             inputs.insert(self._constant, p.op.constants[self._constant])
         if out is None:
-            out = np.empty(p.output_shape, dtype)
-        else:
-            out = _arrays.check_out(out, p.output_shape, dtype, inputs)
-        return p.run(inputs, out)
+            return p.run(inputs, np.empty(p.output_shape, dtype))
+        p.run(inputs, _arrays.check_out(out, p.output_shape, dtype, inputs))
+        return out  # the caller's own object (an ndarray, a torch tensor, ...)
 
     def _convert(self, arrays: tuple) -> tuple:
         converted = tuple(_arrays.as_input(n, a) for n, a in zip(self.input_names, arrays))

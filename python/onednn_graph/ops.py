@@ -7,7 +7,7 @@ cache or compiles it (``_compiled``), and executes it on the caller's memory.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
@@ -22,6 +22,8 @@ __all__ = [
 ]
 
 Spatial = Any  # an int (every spatial axis) or a sequence with one int per axis
+#: The caller's ``out`` object (an ndarray, a torch tensor, ...): returned as given.
+OutT = TypeVar("OutT")
 
 
 def _conv_attrs(strides: Spatial, pads_begin: Spatial, pads_end: Spatial, dilations: Spatial,
@@ -37,7 +39,7 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
                    pads_begin: Spatial = 0, pads_end: Spatial = 0, dilations: Spatial = 1,
                    auto_pad: str = "none", output_padding: Spatial = 0, groups: int = 1,
                    data_format: str = "NXC", weights_format: str = "XOI",
-                   out: Any = None) -> np.ndarray:
+                   out: Optional[OutT] = None) -> Union[np.ndarray, OutT]:
     """Transposed convolution (the spec's ConvTranspose), computed by oneDNN.
 
     Parameters
@@ -51,8 +53,9 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     groups : int
     data_format : {"NXC", "NCX"}
     weights_format : {"XOI", "IOX"}
-    out : array, optional
-        Written in place and returned; must have the result's shape and dtype.
+    out : array or CPU torch tensor, optional
+        Written in place and returned as the caller's own object; must have the
+        result's shape and dtype.
 
     Returns
     -------
@@ -78,7 +81,7 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
                                  dilations: Spatial = 1, auto_pad: str = "none",
                                  output_padding: Spatial = 0, groups: int = 1,
                                  data_format: str = "NXC", weights_format: str = "XOI",
-                                 out: Any = None) -> np.ndarray:
+                                 out: Optional[OutT] = None) -> Union[np.ndarray, OutT]:
     """Gradient of ConvTranspose with respect to src (ConvTransposeBackwardData).
 
     Same keywords as :func:`conv_transpose`. The result (diff_src) has the
@@ -104,7 +107,8 @@ def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any 
                                     pads_end: Spatial = 0, dilations: Spatial = 1,
                                     auto_pad: str = "none", output_padding: Spatial = 0,
                                     groups: int = 1, data_format: str = "NXC",
-                                    weights_format: str = "XOI", out: Any = None) -> np.ndarray:
+                                    weights_format: str = "XOI", out: Optional[OutT] = None
+                                    ) -> Union[np.ndarray, OutT]:
     """Gradient of ConvTranspose with respect to weights (ConvTransposeBackwardWeights).
 
     ``weights_shape`` (a sequence of ints or a 1-D int32 array) is the result's
@@ -132,7 +136,8 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
                               pads_end: Spatial = 0, dilations: Spatial = 1,
                               auto_pad: str = "none", output_padding: Spatial = 0,
                               groups: int = 1, data_format: str = "NXC",
-                              weights_format: str = "XIO", out: Any = None) -> np.ndarray:
+                              weights_format: str = "XIO", out: Optional[OutT] = None
+                              ) -> Union[np.ndarray, OutT]:
     """Gradient of a convolution with respect to its src (ConvolutionBackwardData).
 
     ``weights`` are the forward convolution's: XIO ``(*K, C_in/groups, C_out)``
@@ -161,7 +166,7 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
                                     dilations: Spatial = 1, auto_pad: str = "none",
                                     output_padding: Spatial = 0, groups: int = 1,
                                     data_format: str = "NXC", filter_format: str = "XIO",
-                                    out: Any = None) -> np.ndarray:
+                                    out: Optional[OutT] = None) -> Union[np.ndarray, OutT]:
     """ConvTransposeBackpropFilters, the earlier spec's name of ConvTransposeBackwardWeights.
 
     ``filter_format`` OIX is ``(C_out/groups, C_in, *K)`` and XIO is

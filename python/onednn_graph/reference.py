@@ -25,18 +25,22 @@ or float64 for tests. The result has that dtype.
 from __future__ import annotations
 
 import itertools
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import shapes
+from . import _arrays, shapes
 
 try:  # bfloat16 comes from ml_dtypes; without it only the other dtypes work
     import ml_dtypes
 
-    _DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64),
-               np.dtype(ml_dtypes.bfloat16))
+    _DTYPES: Tuple[np.dtype, ...] = (np.dtype(np.float16), np.dtype(np.float32),
+                                     np.dtype(np.float64), np.dtype(ml_dtypes.bfloat16))
 except ImportError:  # pragma: no cover
     _DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+Spatial = Union[int, Sequence[int]]  # an int (every spatial axis) or one int per axis
+Geom = Tuple[int, int, int]  # (stride, pad_begin, dilation) of one spatial axis
 
 __all__ = [
     "conv_transpose",
@@ -48,14 +52,15 @@ __all__ = [
 ]
 
 
-def _inputs(**arrays):
+def _inputs(**arrays: Any) -> Tuple[Dict[str, Any], Any]:
     """Return the float64 copies of the non-None arrays and their common dtype."""
-    dtype, out = None, {}
+    dtype: Any = None
+    out: Dict[str, Optional[np.ndarray]] = {}
     for name, value in arrays.items():
         if value is None:
             out[name] = None
             continue
-        arr = np.asarray(value)
+        arr = _arrays.to_numpy(name, value)  # same conversions as the oneDNN path
         if arr.dtype not in _DTYPES:
             raise TypeError(f"{name} has dtype {arr.dtype}; expected one of "
                             f"{', '.join(str(d) for d in _DTYPES)}")
@@ -66,22 +71,24 @@ def _inputs(**arrays):
     return out, dtype
 
 
-def _relayout(a, from_fmt, to_fmt):
+def _relayout(a: np.ndarray, from_fmt: str, to_fmt: str) -> np.ndarray:
     return np.transpose(a, shapes.format_permutation(from_fmt, to_fmt, a.ndim))
 
 
-def _taps(kernel):
+def _taps(kernel: Sequence[int]) -> Iterator[Tuple[int, ...]]:
     return itertools.product(*(range(k) for k in kernel))
 
 
-def _tap_positions(k, axis_geom, bound, count):
+def _tap_positions(k: int, axis_geom: Geom, bound: int, count: int
+                   ) -> Tuple[np.ndarray, np.ndarray]:
     """Positions ``p*s - pb + k*d`` for ``p`` in ``range(count)``, and which lie in ``[0, bound)``."""
     s, pb, d = axis_geom
     pos = np.arange(count) * s - pb + k * d
     return pos, (pos >= 0) & (pos < bound)
 
 
-def _gather(a, tap, geom, out_spatial):
+def _gather(a: np.ndarray, tap: Tuple[int, ...], geom: Sequence[Geom],
+            out_spatial: Sequence[int]) -> np.ndarray:
     """``r[n, c, p] = a[n, c, p*s - pb + k*d]`` for ``p`` over ``out_spatial``, zero outside ``a``."""
     for ax, (k, g, n_out) in enumerate(zip(tap, geom, out_spatial)):
         pos, ok = _tap_positions(k, g, a.shape[2 + ax], n_out)
@@ -90,7 +97,8 @@ def _gather(a, tap, geom, out_spatial):
     return a
 
 
-def _scatter_add(y, contrib, tap, geom):
+def _scatter_add(y: np.ndarray, contrib: np.ndarray, tap: Tuple[int, ...],
+                 geom: Sequence[Geom]) -> None:
     """``y[n, c, p*s - pb + k*d] += contrib[n, c, p]``, dropping positions outside ``y``."""
     dst_idx, src_idx = [], []
     for ax, (k, g) in enumerate(zip(tap, geom)):
@@ -103,12 +111,13 @@ def _scatter_add(y, contrib, tap, geom):
     y[head + np.ix_(*dst_idx)] += contrib[head + np.ix_(*src_idx)]
 
 
-def _grouped(a, groups):
+def _grouped(a: np.ndarray, groups: int) -> np.ndarray:
     """Split axis 1 (channels) into ``(groups, channels/groups)``."""
     return a.reshape(a.shape[0], groups, a.shape[1] // groups, *a.shape[2:])
 
 
-def _conv_ncx(x, w_oix, geom, groups, out_spatial):
+def _conv_ncx(x: np.ndarray, w_oix: np.ndarray, geom: Sequence[Geom], groups: int,
+              out_spatial: Sequence[int]) -> np.ndarray:
     """Forward convolution on NCX data and ``(O, I/g, *K)`` weights."""
     n, o = x.shape[0], w_oix.shape[0]
     y = np.zeros((n, groups, o // groups, *out_spatial))
@@ -119,7 +128,8 @@ def _conv_ncx(x, w_oix, geom, groups, out_spatial):
     return y.reshape(n, o, *out_spatial)
 
 
-def _conv_transpose_ncx(x, w_iox, geom, groups, out_spatial):
+def _conv_transpose_ncx(x: np.ndarray, w_iox: np.ndarray, geom: Sequence[Geom], groups: int,
+                        out_spatial: Sequence[int]) -> np.ndarray:
     """ConvTranspose scatter on NCX data and ``(I, O/g, *K)`` weights."""
     n, c_in, o_per_g = x.shape[0], x.shape[1], w_iox.shape[1]
     y = np.zeros((n, o_per_g * groups, *out_spatial))
@@ -131,12 +141,13 @@ def _conv_transpose_ncx(x, w_iox, geom, groups, out_spatial):
     return y
 
 
-def _geom(p):
+def _geom(p: shapes.Plan) -> Tuple[Geom, ...]:
     return tuple(zip(p.attrs.strides, p.pads_begin, p.attrs.dilations))
 
 
-def _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_format,
-             weights_format, output_padding=None):
+def _attr_kw(strides: Spatial, pads_begin: Spatial, pads_end: Spatial, dilations: Spatial,
+             auto_pad: str, groups: int, data_format: str, weights_format: str,
+             output_padding: Optional[Spatial] = None) -> Dict[str, Any]:
     kw = dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end, dilations=dilations,
               auto_pad=auto_pad, groups=groups, data_format=data_format,
               weights_format=weights_format)
@@ -145,9 +156,10 @@ def _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_fo
     return kw
 
 
-def conv_transpose(src, weights, bias=None, *, strides=1, pads_begin=0, pads_end=0,
-                   dilations=1, auto_pad="none", output_padding=0, groups=1,
-                   data_format="NXC", weights_format="XOI"):
+def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 1,
+                   pads_begin: Spatial = 0, pads_end: Spatial = 0, dilations: Spatial = 1,
+                   auto_pad: str = "none", output_padding: Spatial = 0, groups: int = 1,
+                   data_format: str = "NXC", weights_format: str = "XOI") -> np.ndarray:
     """Reference ConvTranspose (transposed convolution), the adjoint of :func:`convolution`.
 
     Parameters
@@ -192,9 +204,12 @@ def conv_transpose(src, weights, bias=None, *, strides=1, pads_begin=0, pads_end
     return _relayout(y, "NCX", data_format).astype(dtype, order="C")
 
 
-def conv_transpose_backward_data(diff_dst, weights, *, strides=1, pads_begin=0, pads_end=0,
-                                 dilations=1, auto_pad="none", output_padding=0, groups=1,
-                                 data_format="NXC", weights_format="XOI"):
+def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatial = 1,
+                                 pads_begin: Spatial = 0, pads_end: Spatial = 0,
+                                 dilations: Spatial = 1, auto_pad: str = "none",
+                                 output_padding: Spatial = 0, groups: int = 1,
+                                 data_format: str = "NXC", weights_format: str = "XOI"
+                                 ) -> np.ndarray:
     """Reference ConvTransposeBackwardData: the gradient of ConvTranspose with respect to ``src``.
 
     It is a forward convolution of ``diff_dst`` with ``weights`` read as
@@ -224,10 +239,13 @@ def conv_transpose_backward_data(diff_dst, weights, *, strides=1, pads_begin=0, 
     return _relayout(dx, "NCX", data_format).astype(dtype, order="C")
 
 
-def conv_transpose_backward_weights(src, diff_dst, weights_shape=None, *, strides=1,
-                                    pads_begin=0, pads_end=0, dilations=1, auto_pad="none",
-                                    output_padding=0, groups=1, data_format="NXC",
-                                    weights_format="XOI"):
+def conv_transpose_backward_weights(src: Any, diff_dst: Any,
+                                    weights_shape: Optional[Sequence[int]] = None, *,
+                                    strides: Spatial = 1, pads_begin: Spatial = 0,
+                                    pads_end: Spatial = 0, dilations: Spatial = 1,
+                                    auto_pad: str = "none", output_padding: Spatial = 0,
+                                    groups: int = 1, data_format: str = "NXC",
+                                    weights_format: str = "XOI") -> np.ndarray:
     """Reference ConvTransposeBackwardWeights: the gradient of ConvTranspose with respect to ``weights``.
 
     ``dW[c, o % (C_out/g), k] = sum_{n, p} src[n, c, p] * diff_dst[n, o, p*s - pb + k*d]``
@@ -267,9 +285,13 @@ def conv_transpose_backward_weights(src, diff_dst, weights_shape=None, *, stride
     return _relayout(dw, "IOX", p.attrs.weights_format).astype(dtype, order="C")
 
 
-def convolution_backward_data(diff_dst, weights, dst_shape=None, *, strides=1, pads_begin=0,
-                              pads_end=0, dilations=1, auto_pad="none", output_padding=0,
-                              groups=1, data_format="NXC", weights_format="XIO"):
+def convolution_backward_data(diff_dst: Any, weights: Any,
+                              dst_shape: Optional[Sequence[int]] = None, *,
+                              strides: Spatial = 1, pads_begin: Spatial = 0,
+                              pads_end: Spatial = 0, dilations: Spatial = 1,
+                              auto_pad: str = "none", output_padding: Spatial = 0,
+                              groups: int = 1, data_format: str = "NXC",
+                              weights_format: str = "XIO") -> np.ndarray:
     """Reference ConvolutionBackwardData: the gradient of a convolution with respect to its ``src``.
 
     ``weights`` are ``OIX`` = ``(C_out, C_in/groups, *K)`` or ``XIO`` =
@@ -303,8 +325,10 @@ def convolution_backward_data(diff_dst, weights, dst_shape=None, *, strides=1, p
     return _relayout(dx, "NCX", data_format).astype(dtype, order="C")
 
 
-def convolution(src, weights, *, strides=1, pads_begin=0, pads_end=0, dilations=1,
-                auto_pad="none", groups=1, data_format="NXC", weights_format="XIO"):
+def convolution(src: Any, weights: Any, *, strides: Spatial = 1, pads_begin: Spatial = 0,
+                pads_end: Spatial = 0, dilations: Spatial = 1, auto_pad: str = "none",
+                groups: int = 1, data_format: str = "NXC", weights_format: str = "XIO"
+                ) -> np.ndarray:
     """Reference forward convolution (no bias), the op whose adjoint is ConvolutionBackwardData.
 
     ``weights`` are ``OIX`` = ``(C_out, C_in/groups, *K)`` or ``XIO``. The output
@@ -330,10 +354,13 @@ def convolution(src, weights, *, strides=1, pads_begin=0, pads_end=0, dilations=
     return _relayout(y, "NCX", data_format).astype(dtype, order="C")
 
 
-def conv_transpose_backprop_filters(input_forward, output_delta, filter_shape=None, *,
-                                    strides=1, pads_begin=0, pads_end=0, dilations=1,
-                                    auto_pad="none", output_padding=0, groups=1,
-                                    data_format="NXC", filter_format="XIO"):
+def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
+                                    filter_shape: Optional[Sequence[int]] = None, *,
+                                    strides: Spatial = 1, pads_begin: Spatial = 0,
+                                    pads_end: Spatial = 0, dilations: Spatial = 1,
+                                    auto_pad: str = "none", output_padding: Spatial = 0,
+                                    groups: int = 1, data_format: str = "NXC",
+                                    filter_format: str = "XIO") -> np.ndarray:
     """Legacy ConvTransposeBackpropFilters (graph spec 0.x name of ConvTransposeBackwardWeights).
 
     ``filter_format`` ``OIX`` is ``(C_out/groups, C_in, *K)`` and ``XIO`` is

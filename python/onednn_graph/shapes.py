@@ -34,7 +34,7 @@ converting between them is the axis permutation :func:`format_permutation`, as
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Sequence, Tuple
+from typing import Any, NoReturn, Optional, Sequence, Tuple
 
 from . import _attrs
 
@@ -55,6 +55,7 @@ __all__ = [
     "conv_out_size",
     "conv_transpose_out_size",
     "resolve_pads",
+    "split_same",
     "plan",
     "output_shape",
     "infer_weights_shape",
@@ -95,7 +96,7 @@ _MIN_INPUTS = {"ConvTranspose": 2}
 _LEGACY_FORMATS = {"OIX": "IOX", "XIO": "XOI"}
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     raise ValueError(message)
 
 
@@ -312,9 +313,19 @@ def _axis_pads(attrs: _attrs.ConvAttrs, axis: int, in_size: int, k: int,
         total = ek - s
     else:
         total = ek - (in_size % s or s)
-    total = max(total, 0)
-    # SAME_LOWER puts the odd unit at the beginning, SAME_UPPER at the end.
-    begin = (total + 1) // 2 if attrs.auto_pad == "same_lower" else total // 2
+    return split_same(max(total, 0), attrs.auto_pad)
+
+
+def split_same(total: int, auto_pad: str) -> Tuple[int, int]:
+    """``(begin, end)`` halves of a SAME padding ``total`` (infer_auto_pad).
+
+    ``same_lower`` puts the odd unit at the beginning, ``same_upper`` at the
+    end (ONNX's SAME_LOWER / SAME_UPPER place it the same way).
+
+    >>> split_same(3, "same_upper"), split_same(3, "same_lower")
+    ((1, 2), (2, 1))
+    """
+    begin = (total + 1) // 2 if auto_pad == "same_lower" else total // 2
     return begin, total - begin
 
 
@@ -387,7 +398,7 @@ class Plan:
     output_shape: Shape
 
 
-def _as_shape(name: str, shape, rank: Optional[int] = None) -> Shape:
+def _as_shape(name: str, shape: Any, rank: Optional[int] = None) -> Shape:
     try:
         dims = tuple(int(d) for d in shape)
         ok = all(d == v for d, v in zip(dims, shape))
@@ -427,7 +438,7 @@ def _positive_output(kind: str, spatial: Sequence[int]) -> None:
               "kernel, strides, dilations and pads")
 
 
-def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs) -> Plan:
+def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Plan:
     """Check an op call and resolve its geometry.
 
     Parameters
@@ -581,7 +592,7 @@ def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs) -> Plan:
     return Plan(a, kernel, pb, pe, data_shape_for(fmt, data[0], c_res, out))
 
 
-def output_shape(kind: str, input_shapes: Sequence[Sequence[int]], **attrs) -> Shape:
+def output_shape(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Shape:
     """Output shape of one op, checked the way oneDNN 3.2 checks it.
 
     ``kind`` is one of :data:`KINDS`, or :data:`LEGACY_KIND` with its legacy
@@ -616,7 +627,7 @@ def _unique(what: str, ax: int, candidates: Sequence[int], ask: str) -> int:
     _fail(f"spatial axis {ax}: the {what} is ambiguous (candidates: {shown}); {ask}")
 
 
-def infer_weights_shape(src_shape: Sequence[int], diff_dst_shape: Sequence[int], **attrs) -> Shape:
+def infer_weights_shape(src_shape: Sequence[int], diff_dst_shape: Sequence[int], **attrs: Any) -> Shape:
     """``weights_shape`` for ConvTransposeBackwardWeights when it is unique.
 
     The library never infers this (infer_conv_bprop_filters_output_shape_common
@@ -653,7 +664,7 @@ def infer_weights_shape(src_shape: Sequence[int], diff_dst_shape: Sequence[int],
     return ws
 
 
-def infer_dst_shape(diff_dst_shape: Sequence[int], weights_shape: Sequence[int], **attrs) -> Shape:
+def infer_dst_shape(diff_dst_shape: Sequence[int], weights_shape: Sequence[int], **attrs: Any) -> Shape:
     """``dst_shape`` for ConvolutionBackwardData when it is unique.
 
     The library never infers this (infer_conv_bprop_data_output_shape requires

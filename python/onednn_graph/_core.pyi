@@ -1,0 +1,230 @@
+"""
+Native binding of the oneDNN Graph API (CPU engine).
+"""
+from __future__ import annotations
+import builtins
+import numpy as _np
+import collections.abc
+import typing
+__all__: list[str] = ['CompiledPartition', 'Engine', 'Graph', 'LogicalTensor', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'cpu_isa', 'get_constant_tensor_cache', 'op_kinds', 'set_constant_tensor_cache', 'status_name', 'version']
+class Engine:
+    """
+    A oneDNN engine (the CPU).
+    """
+    def __init__(self, kind: str = 'cpu', index: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    @builtins.property
+    def kind(self) -> str:
+        ...
+class Stream:
+    """
+    An execution stream on an Engine.
+    """
+    def __init__(self, engine: Engine) -> None:
+        ...
+    def wait(self) -> None:
+        """
+        Block until everything submitted to the stream has finished.
+        """
+class LogicalTensor:
+    """
+    Metadata of a tensor: id, dtype, shape, strides, layout, property.
+    """
+    __hash__: typing.ClassVar[None] = None
+    def __eq__(self, arg0: LogicalTensor) -> bool:
+        ...
+    def __init__(self, id: typing.SupportsInt | typing.SupportsIndex, dtype: typing.Any, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, layout: str = 'strided', property: str = 'variable') -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def is_equal(self, other: LogicalTensor) -> bool:
+        """
+        True when both describe the same tensor (id, dtype, shape, layout).
+        """
+    @builtins.property
+    def dtype(self) -> str:
+        ...
+    @builtins.property
+    def id(self) -> int:
+        ...
+    @builtins.property
+    def itemsize(self) -> int:
+        ...
+    @builtins.property
+    def layout(self) -> str:
+        ...
+    @builtins.property
+    def layout_id(self) -> typing.Any:
+        """
+        oneDNN's id of an opaque layout, else None.
+        """
+    @builtins.property
+    def nbytes(self) -> int:
+        """
+        Bytes of memory the tensor needs in its layout.
+        """
+    @builtins.property
+    def ndim(self) -> int:
+        """
+        Number of dimensions, -1 when unknown.
+        """
+    @builtins.property
+    def property(self) -> str:
+        ...
+    @builtins.property
+    def shape(self) -> typing.Any:
+        ...
+    @builtins.property
+    def strides(self) -> typing.Any:
+        """
+        Strides in elements, or None when the layout is not strided.
+        """
+class Op:
+    """
+    One oneDNN Graph operation with typed attributes.
+    """
+    def __init__(self, id: typing.SupportsInt | typing.SupportsIndex, kind: str, inputs: collections.abc.Sequence[LogicalTensor], outputs: collections.abc.Sequence[LogicalTensor], attrs: dict | None = None, name: str = '') -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    @builtins.property
+    def attrs(self) -> dict:
+        """
+        A copy of the attributes as set.
+        """
+    @builtins.property
+    def id(self) -> int:
+        ...
+    @builtins.property
+    def inputs(self) -> list[LogicalTensor]:
+        ...
+    @builtins.property
+    def kind(self) -> str:
+        ...
+    @builtins.property
+    def name(self) -> str:
+        ...
+    @builtins.property
+    def outputs(self) -> list[LogicalTensor]:
+        ...
+class Tensor:
+    """
+    A logical tensor bound to an array's memory, without a copy.
+    """
+    def __init__(self, logical_tensor: LogicalTensor, engine: Engine, array: _np.ndarray) -> None:
+        ...
+    def numpy(self) -> _np.ndarray:
+        """
+        A NumPy view of the tensor's memory (no copy).
+        """
+    @builtins.property
+    def array(self) -> _np.ndarray:
+        """
+        The array whose memory the tensor uses.
+        """
+    @builtins.property
+    def logical_tensor(self) -> LogicalTensor:
+        ...
+class CompiledPartition:
+    """
+    A partition compiled for an engine.
+    """
+    def execute(self, stream: Stream, inputs: collections.abc.Sequence[Tensor], outputs: collections.abc.Sequence[Tensor]) -> None:
+        ...
+    def execute_arrays(self, stream: Stream, inputs: collections.abc.Sequence, outputs: collections.abc.Sequence) -> None:
+        """
+        Execute on NumPy arrays given in the compiled order (no Tensor objects).
+        """
+    def query_logical_tensor(self, id: typing.SupportsInt | typing.SupportsIndex) -> LogicalTensor:
+        ...
+    @builtins.property
+    def inplace_ports(self) -> list[tuple[int, int]]:
+        """
+        Pairs (input id, output id) that may share memory.
+        """
+    @builtins.property
+    def inputs(self) -> list[LogicalTensor]:
+        ...
+    @builtins.property
+    def outputs(self) -> list[LogicalTensor]:
+        ...
+class Partition:
+    """
+    A set of ops oneDNN compiles as one kernel.
+    """
+    def __repr__(self) -> str:
+        ...
+    def compile(self, inputs: collections.abc.Sequence[LogicalTensor], outputs: collections.abc.Sequence[LogicalTensor], engine: Engine) -> CompiledPartition:
+        ...
+    @builtins.property
+    def engine_kind(self) -> str:
+        ...
+    @builtins.property
+    def id(self) -> int:
+        ...
+    @builtins.property
+    def input_ports(self) -> list[LogicalTensor]:
+        ...
+    @builtins.property
+    def is_supported(self) -> bool:
+        ...
+    @builtins.property
+    def op_ids(self) -> list[int]:
+        ...
+    @builtins.property
+    def output_ports(self) -> list[LogicalTensor]:
+        ...
+class Graph:
+    """
+    A graph of ops to be partitioned and compiled.
+    """
+    def __init__(self, engine_kind: str = 'cpu', fpmath_mode: str = 'strict') -> None:
+        ...
+    def add_op(self, op: Op) -> None:
+        ...
+    def finalize(self) -> None:
+        ...
+    def get_partitions(self, policy: str = 'fusion') -> list[Partition]:
+        ...
+    @builtins.property
+    def engine_kind(self) -> str:
+        ...
+    @builtins.property
+    def fpmath_mode(self) -> str:
+        ...
+    @builtins.property
+    def is_finalized(self) -> bool:
+        ...
+    @builtins.property
+    def op_ids(self) -> list[int]:
+        ...
+def attr_types() -> dict:
+    """
+    Every attribute name oneDNN knows and the type it stores.
+    """
+def cpu_isa() -> str:
+    """
+    The CPU ISA oneDNN dispatches to on this machine.
+    """
+def get_constant_tensor_cache() -> bool:
+    """
+    Whether oneDNN caches reordered constant tensors (process-wide).
+    """
+def op_kinds() -> list[str]:
+    """
+    Op kinds the linked oneDNN knows, by name.
+    """
+def set_constant_tensor_cache(enabled: bool) -> None:
+    """
+    Turn oneDNN's process-wide constant-tensor cache on or off.
+    """
+def status_name(arg0: typing.SupportsInt | typing.SupportsIndex) -> str:
+    """
+    oneDNN's name for a numeric status.
+    """
+def version() -> tuple[int, int, int, str, str]:
+    """
+    (major, minor, patch, hash, cpu_runtime) of the linked oneDNN.
+    """
