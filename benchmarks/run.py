@@ -1,0 +1,15 @@
+"""Run the benchmark suite and write docs/benchmarks.md and docs/benchmarks.png.
+
+    pip install ".[bench]"          # PyTorch 2.13 (local wheel), matplotlib, oneDNN headers
+    python benchmarks/run.py        # from the repository root, on a quiet machine
+
+Options: --cases tiny,dcgan-1  --dtypes f32  --rounds 7  --target-ms 20 (see --help).
+The same suite runs as `onednn-graph bench`. The logic lives in onednn_graph/_bench.py.
+"""
+
+import sys
+
+from onednn_graph._bench import main
+
+if __name__ == "__main__":
+    sys.exit(main())

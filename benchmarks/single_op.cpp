@@ -1,0 +1,155 @@
+// The C++ floor of the benchmark suite: one op as a single-op partition, driven
+// through oneDNN's Graph C++ API exactly as onednn_graph drives it (strided
+// logical tensors describing dense buffers, one compile, then execute + wait).
+// What the Python binding adds is measured against this program.
+//
+// Reads the problem from stdin, one item per line:
+//   kind ConvTranspose
+//   dtype f32
+//   input <shape comma-separated> <strides comma-separated>     (in order)
+//   output <shape> <strides>
+//   ints <attr> <v,v,...>      int64 list attribute (strides, pads_begin, ..., weights_shape)
+//   int <attr> <v>             int64 attribute (groups)
+//   str <attr> <value>         string attribute (data_format, weights_format, auto_pad)
+//   ready
+// prints "compiled <milliseconds>", then serves commands:
+//   run <n>    executes n times; prints "times <us> <us> ..." (one per call)
+//   quit
+// Build: see benchmarks/README.md (the suite builds it on demand).
+#include <oneapi/dnnl/dnnl_graph.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace dnnl::graph;
+using dims = std::vector<int64_t>;
+using clock_type = std::chrono::steady_clock;
+
+static dims parse_dims(const std::string &text) {
+    dims out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty()) out.push_back(std::stoll(item));
+    return out;
+}
+
+static logical_tensor::data_type parse_dtype(const std::string &name) {
+    if (name == "f32") return logical_tensor::data_type::f32;
+    if (name == "bf16") return logical_tensor::data_type::bf16;
+    if (name == "f16") return logical_tensor::data_type::f16;
+    throw std::runtime_error("unknown dtype " + name);
+}
+
+static op::kind parse_kind(const std::string &name) {
+    if (name == "ConvTranspose") return op::kind::ConvTranspose;
+    if (name == "ConvTransposeBackwardData") return op::kind::ConvTransposeBackwardData;
+    if (name == "ConvTransposeBackwardWeights") return op::kind::ConvTransposeBackwardWeights;
+    if (name == "ConvolutionBackwardData") return op::kind::ConvolutionBackwardData;
+    if (name == "Convolution") return op::kind::Convolution;
+    if (name == "MatMul") return op::kind::MatMul;
+    throw std::runtime_error("unknown op kind " + name);
+}
+
+static op::attr parse_attr(const std::string &name) {
+    static const std::pair<const char *, op::attr> table[] = {
+            {"strides", op::attr::strides}, {"pads_begin", op::attr::pads_begin},
+            {"pads_end", op::attr::pads_end}, {"dilations", op::attr::dilations},
+            {"output_padding", op::attr::output_padding}, {"groups", op::attr::groups},
+            {"auto_pad", op::attr::auto_pad}, {"data_format", op::attr::data_format},
+            {"weights_format", op::attr::weights_format}, {"weights_shape", op::attr::weights_shape},
+            {"dst_shape", op::attr::dst_shape}};
+    for (const auto &e : table)
+        if (name == e.first) return e.second;
+    throw std::runtime_error("unknown attribute " + name);
+}
+
+int main() {
+    std::string kind_name, dtype_name, line;
+    std::vector<std::pair<dims, dims>> ins;
+    std::pair<dims, dims> outp;
+    struct Attr { std::string type, name, value; };
+    std::vector<Attr> attrs;
+    while (std::getline(std::cin, line)) {
+        std::stringstream ss(line);
+        std::string tag;
+        ss >> tag;
+        if (tag == "ready") break;
+        if (tag == "kind") ss >> kind_name;
+        else if (tag == "dtype") ss >> dtype_name;
+        else if (tag == "input" || tag == "output") {
+            std::string shape, strides;
+            ss >> shape >> strides;
+            auto io = std::make_pair(parse_dims(shape), parse_dims(strides));
+            if (tag == "input") ins.push_back(io); else outp = io;
+        } else {
+            Attr a {tag, "", ""};
+            ss >> a.name >> a.value;
+            attrs.push_back(a);
+        }
+    }
+    const auto dt = parse_dtype(dtype_name);
+    std::vector<logical_tensor> in_lts;
+    for (size_t i = 0; i < ins.size(); ++i)
+        in_lts.emplace_back(i, dt, ins[i].first, ins[i].second);
+    logical_tensor out_lt(ins.size(), dt, outp.first, outp.second);
+    op o(0, parse_kind(kind_name), in_lts, {out_lt}, "bench");
+    for (const auto &a : attrs) {
+        if (a.type == "ints") o.set_attr<dims>(parse_attr(a.name), parse_dims(a.value));
+        else if (a.type == "int") o.set_attr<int64_t>(parse_attr(a.name), std::stoll(a.value));
+        else if (a.type == "str") o.set_attr<std::string>(parse_attr(a.name), a.value);
+    }
+    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    dnnl::stream strm(eng);
+    graph g(dnnl::engine::kind::cpu);
+    g.add_op(o);
+    g.finalize();
+    auto parts = g.get_partitions();
+    if (parts.size() != 1 || !parts[0].is_supported()) {
+        std::printf("error unsupported\n");
+        return 1;
+    }
+    const auto c0 = clock_type::now();
+    compiled_partition cp = parts[0].compile(in_lts, {out_lt}, eng);
+    const auto c1 = clock_type::now();
+    std::printf("compiled %.4f\n", std::chrono::duration<double, std::milli>(c1 - c0).count());
+    std::fflush(stdout);
+
+    // Buffers of the logical tensors' sizes, filled with small values.
+    std::vector<std::vector<char>> buffers;
+    std::vector<tensor> in_ts, out_ts;
+    for (auto &lt : in_lts) {
+        buffers.emplace_back(lt.get_mem_size(), 0);
+        for (size_t k = 0; k + 1 < buffers.back().size(); k += 2) buffers.back()[k + 1] = 0x3c;
+        in_ts.emplace_back(lt, eng, buffers.back().data());
+    }
+    buffers.emplace_back(out_lt.get_mem_size(), 0);
+    out_ts.emplace_back(out_lt, eng, buffers.back().data());
+
+    while (std::getline(std::cin, line)) {
+        std::stringstream ss(line);
+        std::string cmd;
+        ss >> cmd;
+        if (cmd == "quit") break;
+        if (cmd != "run") continue;
+        int n = 0;
+        ss >> n;
+        std::string reply = "times";
+        for (int i = 0; i < n; ++i) {
+            const auto t0 = clock_type::now();
+            cp.execute(strm, in_ts, out_ts);
+            strm.wait();
+            const auto t1 = clock_type::now();
+            reply += " " + std::to_string(std::chrono::duration<double, std::micro>(t1 - t0).count());
+        }
+        std::printf("%s\n", reply.c_str());
+        std::fflush(stdout);
+    }
+    return 0;
+}

@@ -1,0 +1,413 @@
+"""The benchmark suite: this package against PyTorch and the oneDNN C++ floor.
+
+Run ``python benchmarks/run.py`` (or ``onednn-graph bench``) on a quiet
+machine. Every (case, op, dtype, data format) is measured for each system in
+interleaved rounds (one batch of calls per system per round, the order
+rotating), and the median per-call time over the rounds is reported:
+
+* ``functional``: ``onednn_graph.conv_transpose(..., out=buf)`` and friends,
+* ``compiled``: an ``onednn_graph.compile_op`` operation called with ``out=``,
+* ``torch``: PyTorch's own kernels (``conv_transpose*d`` and
+  ``aten.convolution_backward``, the functions autograd calls), when installed,
+* ``cpp``: ``benchmarks/single_op.cpp``, the same single-op partition (the op
+  the package hands oneDNN, after any lowering) driven through the C++ API.
+
+FLOPs = 2 * N * C_in * (C_out / groups) * prod(K) * prod(spatial of ConvTranspose's src),
+the same for the four ops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from . import _call, _compiled, _dtypes, ops, shapes
+from .operation import compile_op
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    n: int
+    c_in: int
+    c_out: int
+    spatial: tuple[int, ...]
+    k: int
+    s: int
+    p: int
+    groups: int = 1
+
+
+CASES = [
+    Case("dcgan-1", 16, 512, 256, (4, 4), 4, 2, 1),
+    Case("dcgan-2", 16, 128, 64, (16, 16), 4, 2, 1),
+    Case("unet-1", 4, 256, 128, (32, 32), 2, 2, 0),
+    Case("unet-2", 2, 128, 64, (64, 64), 2, 2, 0),
+    Case("hifigan-1d", 4, 512, 256, (256,), 16, 8, 4),
+    Case("unet-3d", 2, 64, 32, (8, 16, 16), 2, 2, 0),
+    Case("depthwise", 8, 64, 64, (32, 32), 4, 2, 1, groups=64),
+    Case("tiny", 1, 8, 8, (4, 4), 2, 2, 0),
+]
+OPS = ("ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
+       "ConvolutionBackwardData")
+SHORT = dict(zip(OPS, ("CT", "CTBD", "CTBW", "CBD")))
+FORMATS = {"NCX": ("IOX", "OIX"), "NXC": ("XOI", "XIO")}  # CT family, CBD
+
+
+def flops(c: Case) -> float:
+    return 2.0 * c.n * c.c_in * (c.c_out // c.groups) * c.k ** len(c.spatial) * math.prod(c.spatial)
+
+
+@dataclasses.dataclass
+class Problem:
+    """One benchmark configuration: arrays, the functional call, and its keywords."""
+
+    case: Case
+    kind: str
+    dtype: str
+    data_format: str
+    function: Callable[..., Any]
+    arrays: list[np.ndarray]
+    kwargs: dict[str, Any]
+    out: np.ndarray
+
+
+def problem(c: Case, kind: str, dtype: str, fmt: str, seed: int = 0) -> Problem:
+    rng = np.random.default_rng(seed)
+    nd = len(c.spatial)
+    np_dtype = _dtypes.numpy_dtype(dtype)
+    ct_wf, conv_wf = FORMATS[fmt]
+    attrs = dict(strides=c.s, pads_begin=c.p, pads_end=c.p, groups=c.groups, data_format=fmt)
+    x_shape = shapes.data_shape_for(fmt, c.n, c.c_in, c.spatial)
+    w_shape = shapes.weights_shape_for(
+        ops._attrs.normalize("ConvTranspose", nd, weights_format=ct_wf, groups=c.groups),
+        c.c_in, c.c_out, (c.k,) * nd)
+    y_shape = shapes.output_shape("ConvTranspose", [x_shape, w_shape], weights_format=ct_wf, **attrs)
+
+    def rand(shape: tuple[int, ...]) -> np.ndarray:
+        return rng.uniform(-1, 1, shape).astype(np_dtype)
+
+    x, w, y = rand(x_shape), rand(w_shape), rand(y_shape)
+    if kind == "ConvTranspose":
+        return Problem(c, kind, dtype, fmt, ops.conv_transpose, [x, w],
+                       dict(attrs, weights_format=ct_wf), np.empty(y_shape, np_dtype))
+    if kind == "ConvTransposeBackwardData":
+        return Problem(c, kind, dtype, fmt, ops.conv_transpose_backward_data, [y, w],
+                       dict(attrs, weights_format=ct_wf), np.empty(x_shape, np_dtype))
+    if kind == "ConvTransposeBackwardWeights":
+        return Problem(c, kind, dtype, fmt, ops.conv_transpose_backward_weights, [x, y],
+                       dict(attrs, weights_format=ct_wf, weights_shape=w_shape),
+                       np.empty(w_shape, np_dtype))
+    # The convolution whose data gradient has the same geometry: src = y, dst = x;
+    # its weights (OIX / XIO) are the same memory as the ConvTranspose's (IOX / XOI).
+    return Problem(c, kind, dtype, fmt, ops.convolution_backward_data, [x, w],
+                   dict(attrs, weights_format=conv_wf, dst_shape=y_shape), np.empty(y_shape, np_dtype))
+
+
+def _torch_call(p: Problem, torch: Any) -> Callable[[], Any]:
+    """PyTorch's kernels on the same memory (NXC data as channels-last views)."""
+    nd = len(p.case.spatial)
+
+    def t(a: np.ndarray, channels_axis: bool = True) -> Any:
+        if a.dtype == _dtypes.numpy_dtype("bf16"):
+            tensor = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+        else:
+            tensor = torch.from_numpy(a)
+        if p.data_format == "NXC" and channels_axis:
+            tensor = tensor.permute(0, nd + 1, *range(1, nd + 1))
+        return tensor
+
+    def weights(a: np.ndarray) -> Any:
+        tensor = t(a, channels_axis=False)
+        if p.data_format == "NXC":  # XOI / XIO -> IOX / OIX views
+            tensor = tensor.permute(nd + 1, nd, *range(nd))
+        return tensor
+
+    c = p.case
+    common = dict(stride=[c.s] * nd, padding=[c.p] * nd, dilation=[1] * nd, groups=c.groups)
+    F = torch.nn.functional
+    backward = torch.ops.aten.convolution_backward
+    if p.kind == "ConvTranspose":
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[nd - 1]
+        x, w = t(p.arrays[0]), weights(p.arrays[1])
+        return lambda: fn(x, w, None, common["stride"], common["padding"], 0, c.groups)
+    if p.kind in ("ConvTransposeBackwardData", "ConvTransposeBackwardWeights"):
+        shapes_x = shapes.data_shape_for("NCX", c.n, c.c_in, c.spatial)
+        if p.kind == "ConvTransposeBackwardData":
+            dy, w = t(p.arrays[0]), weights(p.arrays[1])
+            x = torch.empty(shapes_x, dtype=dy.dtype)
+            mask = [True, False, False]
+        else:
+            x, dy = t(p.arrays[0]), t(p.arrays[1])
+            w = torch.empty(weights(np.empty(p.out.shape, p.out.dtype)).shape, dtype=x.dtype)
+            mask = [False, True, False]
+        return lambda: backward(dy, x, w, None, common["stride"], common["padding"],
+                                common["dilation"], True, [0] * nd, c.groups, mask)
+    dy, w = t(p.arrays[0]), weights(p.arrays[1])
+    src = torch.empty(t(p.out).shape, dtype=dy.dtype)
+    return lambda: backward(dy, src, w, None, common["stride"], common["padding"],
+                            common["dilation"], False, [0] * nd, c.groups, [True, False, False])
+
+
+class CppFloor:
+    """The C++ program serving one compiled problem over a pipe."""
+
+    def __init__(self, binary: Path, p: Problem) -> None:
+        prepared = _call.prepare(p.kind, ("a", "b"), p.arrays, p.kwargs)
+        op = prepared.op
+        if prepared.crop or prepared.out_perm is not None:
+            raise NotImplementedError("the C++ floor drives plain single-op problems only")
+        lines = [f"kind {op.kind}", f"dtype {op.dtype}"]
+        for lt in op.inputs:
+            lines.append(f"input {_join(lt.shape)} {_join(lt.strides)}")
+        lines.append(f"output {_join(op.output.shape)} {_join(op.output.strides)}")
+        for name, value in op.attrs.items():
+            if isinstance(value, (list, tuple)):
+                lines.append(f"ints {name} {_join(value)}")
+            elif isinstance(value, int):
+                lines.append(f"int {name} {value}")
+            else:
+                lines.append(f"str {name} {value}")
+        self.process = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True, bufsize=1)
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write("\n".join(lines) + "\nready\n")
+        reply = self.process.stdout.readline().split()
+        if not reply or reply[0] != "compiled":
+            raise RuntimeError(f"C++ floor failed: {' '.join(reply)}")
+        self.compile_ms = float(reply[1])
+
+    def run(self, n: int) -> float:
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(f"run {n}\n")
+        times = [float(v) for v in self.process.stdout.readline().split()[1:]]
+        return sum(times) / len(times) * 1e-6
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.write("quit\n")
+            self.process.stdin.close()
+        self.process.wait()
+
+
+def _join(values: Any) -> str:
+    return ",".join(str(int(v)) for v in values)
+
+
+def build_cpp(source: Path, build_dir: Path) -> Optional[Path]:
+    """Compile benchmarks/single_op.cpp against the environment's oneDNN (headers from
+    onednn-devel-cpu-gomp), or None when that is not possible."""
+    prefix = Path(sys.prefix)
+    include, lib = prefix / "include", prefix / "lib"
+    if not (include / "oneapi" / "dnnl" / "dnnl_graph.hpp").exists() or shutil.which("g++") is None:
+        return None
+    build_dir.mkdir(parents=True, exist_ok=True)
+    binary = build_dir / "single_op"
+    if not binary.exists() or binary.stat().st_mtime < source.stat().st_mtime:
+        subprocess.run(["g++", "-O2", "-std=c++17", str(source), f"-I{include}", f"-L{lib}",
+                        "-l:libdnnl.so.3", f"-Wl,-rpath,{lib}", "-o", str(binary)], check=True)
+    return binary
+
+
+def _timed(fn: Callable[[], Any], n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / n
+
+
+def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
+            target: float) -> dict[str, Any]:
+    """Median per-call seconds of each system over interleaved rounds, and compile times."""
+    _compiled.CACHE.clear()
+    start = time.perf_counter()
+    p.function(*p.arrays, **p.kwargs, out=p.out)
+    first_call = time.perf_counter() - start
+    compiled_op = compile_op(p.kind, **dict(zip(_input_names(p.kind), p.arrays)), **p.kwargs)
+    systems: dict[str, Callable[[int], float]] = {
+        "functional": lambda n: _timed(lambda: p.function(*p.arrays, **p.kwargs, out=p.out), n),
+        "compiled": lambda n: _timed(lambda: compiled_op(*p.arrays, out=p.out), n),
+    }
+    if torch is not None:
+        call = _torch_call(p, torch)
+        systems["torch"] = lambda n: _timed(call, n)
+    floor = None
+    if binary is not None:
+        try:
+            floor = CppFloor(binary, p)
+            systems["cpp"] = floor.run
+        except (NotImplementedError, RuntimeError) as exc:
+            print(f"  no C++ floor: {exc}", file=sys.stderr)
+    once = {name: fn(1) for name, fn in systems.items()}  # warm up, and size the batches
+    batch = {name: max(1, min(2000, int(target / max(t, 1e-7)))) for name, t in once.items()}
+    samples: dict[str, list[float]] = {name: [] for name in systems}
+    names = list(systems)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            samples[name].append(systems[name](batch[name]))
+    if floor is not None:
+        floor.close()
+    result = {name: float(np.median(v)) for name, v in samples.items()}
+    result["first_call"] = first_call
+    result["compile_cpp"] = floor.compile_ms * 1e-3 if floor is not None else None
+    result["lowering"] = compiled_op.lowering
+    return result
+
+
+def _input_names(kind: str) -> tuple[str, ...]:
+    return {"ConvTranspose": ("src", "weights"), "ConvTransposeBackwardData": ("diff_dst", "weights"),
+            "ConvTransposeBackwardWeights": ("src", "diff_dst"),
+            "ConvolutionBackwardData": ("diff_dst", "weights")}[kind]
+
+
+def gemm_peak(binary: Optional[Path], dtype: str, size: int = 2048) -> Optional[float]:
+    """GFLOP/s of a size^3 MatMul single-op partition: the machine's practical peak."""
+    if binary is None:
+        return None
+    lines = [f"kind MatMul", f"dtype {dtype}", f"input {size},{size} {size},1",
+             f"input {size},{size} {size},1", f"output {size},{size} {size},1", "ready"]
+    process = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, bufsize=1)
+    assert process.stdin and process.stdout
+    process.stdin.write("\n".join(lines) + "\n")
+    process.stdout.readline()
+    process.stdin.write("run 3\nrun 10\nquit\n")
+    process.stdin.flush()
+    process.stdout.readline()
+    times = [float(v) for v in process.stdout.readline().split()[1:]]
+    process.wait()
+    return 2.0 * size ** 3 / (float(np.median(times)) * 1e-6) / 1e9
+
+
+def _geomean(values: list[float]) -> float:
+    return float(math.exp(sum(math.log(v) for v in values) / len(values))) if values else float("nan")
+
+
+def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], seconds: float) -> str:
+    from . import __version__, cpu_isa, onednn_version
+
+    v = onednn_version()
+    try:
+        import torch
+        torch_version = f"PyTorch {torch.__version__} ({torch.get_num_threads()} threads)"
+    except ImportError:
+        torch_version = "PyTorch not installed"
+    lines = [
+        "# Benchmarks", "",
+        f"`python benchmarks/run.py` on {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores, CPU ISA {cpu_isa()}; oneDNN {v.major}.{v.minor}.{v.patch} "
+        f"({v.cpu_runtime}), onednn-graph {__version__}, NumPy {np.__version__}, {torch_version}; "
+        f"{len(rows)} configurations in {seconds:.0f} s.", "",
+        "Times are medians over interleaved rounds, per call; `functional` and `compiled` write "
+        "into a caller's `out=` array. Ratios below 1 mean this package is faster.", "",
+    ]
+    if any(peaks.values()):
+        lines.append("Practical peak (a 2048^3 MatMul partition through the C++ API): " + ", ".join(
+            f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items() if v) + ".")
+        lines.append("")
+    for dtype in ("f32", "bf16"):
+        sel = [r for r in rows if r["dtype"] == dtype]
+        vs_torch = [r["functional"] / r["torch"] for r in sel if r.get("torch")]
+        vs_cpp = [r["functional"] / r["cpp"] for r in sel if r.get("cpp")]
+        if vs_torch:
+            lines.append(f"* {dtype}: functional / torch geometric mean {_geomean(vs_torch):.2f} "
+                         f"(worst {max(vs_torch):.2f}); functional / C++ geometric mean "
+                         f"{_geomean(vs_cpp):.3f} (worst {max(vs_cpp) if vs_cpp else float('nan'):.3f})")
+    lines += ["", "| case | op | dtype | format | functional ms | GFLOP/s | compiled ms | C++ ms | "
+              "torch ms | func/torch | func/C++ | first call ms | C++ compile ms | lowering |",
+              "|" + "---|" * 14]
+    for r in rows:
+        def ms(key: str) -> str:
+            return f"{r[key] * 1e3:.3f}" if r.get(key) else "—"
+
+        def ratio(key: str) -> str:
+            return f"{r['functional'] / r[key]:.2f}" if r.get(key) else "—"
+
+        lines.append(f"| {r['case']} | {SHORT[r['kind']]} | {r['dtype']} | {r['format']} | "
+                     f"{ms('functional')} | {r['gflops']:.1f} | {ms('compiled')} | {ms('cpp')} | "
+                     f"{ms('torch')} | {ratio('torch')} | {ratio('cpp')} | {ms('first_call')} | "
+                     f"{ms('compile_cpp')} | {r['lowering']} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    sel = [r for r in rows if r.get("torch")]
+    fig, axes = plt.subplots(2, 1, figsize=(14, 8), sharey=True)
+    for ax, dtype in zip(axes, ("f32", "bf16")):
+        rs = [r for r in sel if r["dtype"] == dtype]
+        labels = [f"{r['case']}\n{SHORT[r['kind']]} {r['format']}" for r in rs]
+        ratios = [r["functional"] / r["torch"] for r in rs]
+        colors = ["tab:green" if v <= 1 else "tab:red" for v in ratios]
+        ax.bar(range(len(rs)), ratios, color=colors)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(rs)))
+        ax.set_xticklabels(labels, rotation=90, fontsize=5)
+        ax.set_ylabel(f"{dtype}: time / PyTorch's")
+        ax.set_yscale("log")
+    fig.suptitle("onednn-graph functional API vs PyTorch 2.13 (below 1 = faster)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return True
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="onednn-graph bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="docs/benchmarks.md")
+    parser.add_argument("--plot", default="docs/benchmarks.png")
+    parser.add_argument("--cpp-source", default="benchmarks/single_op.cpp")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--target-ms", type=float, default=20.0, help="time per batch")
+    parser.add_argument("--cases", default="", help="comma-separated case names (default all)")
+    parser.add_argument("--dtypes", default="f32,bf16")
+    args = parser.parse_args(argv)
+    try:
+        import torch
+        torch.set_num_threads(os.cpu_count() or 1)
+    except ImportError:
+        torch = None
+        print("PyTorch is not installed: no torch column (pip install torch==2.13.0)", file=sys.stderr)
+    source = Path(args.cpp_source)
+    binary = build_cpp(source, Path("build") / "bench") if source.exists() else None
+    if binary is None:
+        print("no C++ floor (needs benchmarks/single_op.cpp, g++ and onednn-devel-cpu-gomp)",
+              file=sys.stderr)
+    wanted = set(filter(None, args.cases.split(",")))
+    cases = [c for c in CASES if not wanted or c.name in wanted]
+    start = time.perf_counter()
+    rows = []
+    configs = [(c, k, d, f) for c in cases for k in OPS for d in args.dtypes.split(",") for f in FORMATS]
+    for i, (c, kind, dtype, fmt) in enumerate(configs):
+        p = problem(c, kind, dtype, fmt)
+        r = measure(p, binary, torch, args.rounds, args.target_ms * 1e-3)
+        r.update(case=c.name, kind=kind, dtype=dtype, format=fmt, gflops=flops(c) / r["functional"] / 1e9)
+        rows.append(r)
+        extra = f" torch {r['functional'] / r['torch']:.2f}" if r.get("torch") else ""
+        extra += f" C++ {r['functional'] / r['cpp']:.3f}" if r.get("cpp") else ""
+        print(f"[{i + 1}/{len(configs)}] {c.name} {SHORT[kind]} {dtype} {fmt}: "
+              f"{r['functional'] * 1e3:.3f} ms{extra}", file=sys.stderr)
+    peaks = {d: gemm_peak(binary, d) for d in args.dtypes.split(",")}
+    text = report(rows, peaks, time.perf_counter() - start)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text)
+    if plot(rows, Path(args.plot)):
+        print(f"wrote {args.plot}", file=sys.stderr)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
