@@ -113,7 +113,7 @@ def lower(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> NativeOp:
     if kind == _attrs.CONV_TRANSPOSE_BWD_DATA and any(d > 1 for d in a.dilations):
         return NativeOp("Convolution", _explicit(
             plan, pads_end, weights_format=TRANSPOSE_AS_CONV_FORMAT[a.weights_format]),
-            "Convolution over the same weights (dilations > 1)", crop)
+            "Convolution over the same weights (dilations > 1)", crop if any(crop) else ())
     needs_fold = any(op > 0 for op in op_pad) if kind != _attrs.CONV_TRANSPOSE else \
         any(op >= s for op, s in zip(op_pad, a.strides))
     extra = {"weights_shape": list(plan.output_shape)} if kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS else {}
