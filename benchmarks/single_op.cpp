@@ -14,11 +14,13 @@
 //   ready
 // prints "compiled <milliseconds>", then serves commands:
 //   run <n>    executes n times; prints "times <us> <us> ..." (one per call)
+//   memory     resets the peak RSS, executes once; prints "memory <rss kB before> <peak kB>"
 //   quit
 // Build: see benchmarks/README.md (the suite builds it on demand).
 #include <oneapi/dnnl/dnnl_graph.hpp>
 
 #include <algorithm>
+#include <fstream>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -68,6 +70,15 @@ static op::attr parse_attr(const std::string &name) {
     for (const auto &e : table)
         if (name == e.first) return e.second;
     throw std::runtime_error("unknown attribute " + name);
+}
+
+// VmRSS or VmHWM of this process, in kB (Linux /proc).
+static long status_kb(const std::string &key) {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind(key + ":", 0) == 0) return std::stol(line.substr(key.size() + 1));
+    return -1;
 }
 
 int main() {
@@ -137,6 +148,15 @@ int main() {
         std::string cmd;
         ss >> cmd;
         if (cmd == "quit") break;
+        if (cmd == "memory") {
+            std::ofstream("/proc/self/clear_refs") << "5";  // resets VmHWM to the current RSS
+            const long before = status_kb("VmRSS");
+            cp.execute(strm, in_ts, out_ts);
+            strm.wait();
+            std::printf("memory %ld %ld\n", before, status_kb("VmHWM"));
+            std::fflush(stdout);
+            continue;
+        }
         if (cmd != "run") continue;
         int n = 0;
         ss >> n;

@@ -189,6 +189,14 @@ class CppFloor:
             raise RuntimeError(f"C++ floor failed: {' '.join(reply)}")
         self.compile_ms = float(reply[1])
 
+    def memory(self) -> tuple[int, int]:
+        """(RSS before, peak RSS during) one execution, in kB, after a warm-up call."""
+        assert self.process.stdin and self.process.stdout
+        self.run(1)
+        self.process.stdin.write("memory\n")
+        _, before, peak = self.process.stdout.readline().split()
+        return int(before), int(peak)
+
     def run(self, n: int) -> float:
         assert self.process.stdin and self.process.stdout
         self.process.stdin.write(f"run {n}\n")
@@ -291,11 +299,46 @@ def gemm_peak(binary: Optional[Path], dtype: str, size: int = 2048) -> Optional[
     return 2.0 * size ** 3 / (float(np.median(times)) * 1e-6) / 1e9
 
 
+_MEMORY_SNIPPET = """
+import sys
+from onednn_graph import _bench
+case = next(c for c in _bench.CASES if c.name == sys.argv[1])
+p = _bench.problem(case, sys.argv[2], sys.argv[3], sys.argv[4])
+p.function(*p.arrays, **p.kwargs, out=p.out)  # warm-up: compile, first execution
+def kb(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+open("/proc/self/clear_refs", "w").write("5")  # resets VmHWM to the current RSS
+before = kb("VmRSS")
+p.function(*p.arrays, **p.kwargs, out=p.out)
+print(before, kb("VmHWM"))
+"""
+
+
+def memory(binary: Optional[Path], c: Case, kind: str, dtype: str, fmt: str) -> dict[str, Any]:
+    """Extra memory (kB above the RSS with inputs and outputs allocated) of one call:
+    the functional API in a fresh interpreter against the C++ floor."""
+    out = subprocess.run([sys.executable, "-c", _MEMORY_SNIPPET, c.name, kind, dtype, fmt],
+                         capture_output=True, text=True, check=True).stdout.split()
+    p = problem(c, kind, dtype, fmt)
+    result = {"case": c.name, "kind": kind, "dtype": dtype, "format": fmt,
+              "io_kb": (sum(a.nbytes for a in p.arrays) + p.out.nbytes) // 1024,
+              "python_kb": int(out[1]) - int(out[0]), "cpp_kb": None}
+    if binary is not None:
+        floor = CppFloor(binary, p)
+        before, peak = floor.memory()
+        floor.close()
+        result["cpp_kb"] = peak - before
+    return result
+
+
 def _geomean(values: list[float]) -> float:
     return float(math.exp(sum(math.log(v) for v in values) / len(values))) if values else float("nan")
 
 
-def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], seconds: float) -> str:
+def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], seconds: float,
+           memory_rows: list[dict[str, Any]]) -> str:
     from . import __version__, cpu_isa, onednn_version
 
     v = onednn_version()
@@ -339,6 +382,17 @@ def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], second
                      f"{ms('functional')} | {r['gflops']:.1f} | {ms('compiled')} | {ms('cpp')} | "
                      f"{ms('torch')} | {ratio('torch')} | {ratio('cpp')} | {ms('first_call')} | "
                      f"{ms('compile_cpp')} | {r['lowering']} |")
+    if memory_rows:
+        lines += ["", "## Memory of one call", "",
+                  "Peak RSS during one call above the RSS just before it (inputs and outputs "
+                  "allocated and touched, after a warm-up call), in a fresh interpreter and in the "
+                  "C++ program: what oneDNN allocates (scratchpad, reordered copies) plus anything "
+                  "the binding adds.", "",
+                  "| case | op | dtype | format | inputs + outputs kB | functional API extra kB | "
+                  "C++ extra kB |", "|---|---|---|---|---|---|---|"]
+        for m in memory_rows:
+            lines.append(f"| {m['case']} | {SHORT[m['kind']]} | {m['dtype']} | {m['format']} | "
+                         f"{m['io_kb']} | {m['python_kb']} | {m['cpp_kb'] if m['cpp_kb'] is not None else '—'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -404,7 +458,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"[{i + 1}/{len(configs)}] {c.name} {SHORT[kind]} {dtype} {fmt}: "
               f"{r['functional'] * 1e3:.3f} ms{extra}", file=sys.stderr)
     peaks = {d: gemm_peak(binary, d) for d in args.dtypes.split(",")}
-    text = report(rows, peaks, time.perf_counter() - start)
+    memory_rows = [memory(binary, c, kind, "f32", fmt) for c in cases if c.name in ("unet-2", "hifigan-1d")
+                   for kind in OPS for fmt in FORMATS]
+    text = report(rows, peaks, time.perf_counter() - start, memory_rows)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)
     if plot(rows, Path(args.plot)):
