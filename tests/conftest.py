@@ -5,10 +5,8 @@ import numpy as np
 import pytest
 
 import onednn_graph as og
+from onednn_graph.tolerance import compare
 
-# Unit roundoff of each dtype: a correctly rounded result is within u*|y| of
-# the exact value.
-UNIT_ROUNDOFF = {"f32": 2.0**-24, "bf16": 2.0**-8, "f16": 2.0**-11}
 NUMPY = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 
 
@@ -34,20 +32,6 @@ def random(rng, shape, dtype):
 
 
 def assert_matches_reference(got, ref_fn, args, kwargs, dtype, terms):
-    """oneDNN vs the float64 reference, with a tolerance derived per element.
-
-    Both sides read the same rounded inputs. oneDNN accumulates in f32 (for
-    bf16/f16 too) and rounds once to `dtype`; the reference sums exactly in
-    float64 and rounds once. So per element
-        |got - ref| <= 2*u(dtype)*|y| + terms * 2**-24 * sum|x_i w_i|
-    (two roundings to dtype, plus the standard bound for an f32 sum of
-    `terms` products). sum|x_i w_i| is the reference applied to |inputs|.
-    """
-    ref = ref_fn(*args, **kwargs).astype(np.float64)
-    mag = ref_fn(*[np.abs(a.astype(np.float64)) for a in args], **kwargs).astype(np.float64)
-    tol = 2 * UNIT_ROUNDOFF[dtype] * np.abs(ref) + terms * 2.0**-24 * mag + 1e-30
-    assert got.shape == ref.shape
-    err = np.abs(got.astype(np.float64) - ref)
-    worst = np.unravel_index(np.argmax(err - tol), err.shape) if err.size else None
-    assert np.all(err <= tol), (f"max error {err.max():.3g} exceeds tolerance at {worst}: "
-                                f"got {got[worst]}, reference {ref[worst]}, tol {tol[worst]:.3g}")
+    """oneDNN vs the float64 reference; the tolerance is derived in onednn_graph.tolerance."""
+    result = compare(got, ref_fn, args, kwargs, dtype, terms)
+    assert result.passed, result.message
