@@ -201,6 +201,11 @@ class Graph:
     def is_finalized(self) -> bool:
         return self._native.is_finalized
 
+    def to_json(self) -> dict:
+        """The graph in oneDNN's JSON format (see :func:`onednn_graph.graph_json.to_json`)."""
+        from . import graph_json  # graph_json builds Graphs: import it only when used
+        return graph_json.to_json(self)
+
     def get_partitions(self, policy: str = "fusion") -> list["Partition"]:
         return [Partition(p, [n for n in self._ops if n.source.id in p.op_ids])
                 for p in self._native.get_partitions(policy)]
