@@ -51,6 +51,7 @@ def problem(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> Problem
         _attrs.CONV_TRANSPOSE_BWD_DATA: (out, first),
         _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: (first, tuple(input_shapes[1]) if len(input_shapes) > 1 else ()),
         _attrs.CONV_BWD_DATA: (first, out),
+        "Convolution": (out, first),  # the forward convolution is ConvTranspose's adjoint
     }[a.kind]
     fmt = a.data_format
     return Problem(src[0], shapes.data_channels(fmt, src), shapes.data_channels(fmt, dst),
@@ -60,16 +61,17 @@ def problem(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> Problem
 def accumulation_terms(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> int:
     """Products summed into one output element (an upper bound), for tolerances.
 
-    ConvTranspose: C_src/groups * prod(K) (+1 for bias); ConvTransposeBackwardData:
-    C_dst/groups * prod(K); ConvolutionBackwardData: C_src/groups * prod(K) (its
-    ConvTranspose's src is diff_dst); ConvTransposeBackwardWeights: N * prod(src spatial).
+    ConvTranspose: C_src/groups * prod(K) (+1 for bias); ConvTransposeBackwardData and
+    the forward Convolution: C_dst/groups * prod(K); ConvolutionBackwardData:
+    C_src/groups * prod(K) (its ConvTranspose's src is diff_dst);
+    ConvTransposeBackwardWeights: N * prod(src spatial).
     """
     p = problem(plan, input_shapes)
     k = math.prod(p.kernel)
     kind = plan.attrs.kind
     if kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS:
         return p.n * math.prod(p.src_spatial)
-    if kind == _attrs.CONV_TRANSPOSE_BWD_DATA:
+    if kind in (_attrs.CONV_TRANSPOSE_BWD_DATA, "Convolution"):
         return p.c_dst // p.groups * k
     bias = 1 if kind == _attrs.CONV_TRANSPOSE and len(input_shapes) == 3 else 0
     return p.c_src // p.groups * k + bias
