@@ -17,19 +17,23 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
         "against oneDNN; importing from the source tree does not work."
     ) from exc
 
-from . import reference, shapes
+from . import graph_json, reference, shapes
 from ._core import CompiledPartition, Engine, LogicalTensor, Stream, Tensor
 from ._graph import Graph, Op, Partition
+from ._info import capabilities
 from ._version import cpu_isa, onednn_version
 from .ops import (conv_transpose, conv_transpose_backprop_filters,
                   conv_transpose_backward_data, conv_transpose_backward_weights,
                   convolution_backward_data)
+from .graph_json import load_graph, save_graph
+from .reproducer import reproducer
 from .shapes import output_shape
 
 __all__ = [
     "CompiledPartition", "Engine", "Error", "Graph", "LogicalTensor", "Op", "Partition",
-    "Stream", "Tensor", "UnsupportedError", "conv_transpose",
+    "Stream", "Tensor", "UnsupportedError", "capabilities", "conv_transpose",
     "conv_transpose_backprop_filters", "conv_transpose_backward_data",
-    "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa",
-    "onednn_version", "output_shape", "reference", "shapes",
+    "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa", "graph_json",
+    "load_graph",
+    "onednn_version", "output_shape", "reference", "reproducer", "save_graph", "shapes",
 ]
