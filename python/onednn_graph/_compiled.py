@@ -111,6 +111,11 @@ class Cache:
                 self._items.popitem(last=False)
         return op
 
+    def ops(self) -> list[CompiledOp]:
+        """The cached compiled ops, least recently used first."""
+        with self._lock:
+            return list(self._items.values())
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

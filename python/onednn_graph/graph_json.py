@@ -326,7 +326,7 @@ def to_json(graph: _graph.Graph) -> dict:
     >>> g = og.Graph()
     >>> g.add_op(og.Op(0, "ConvTranspose", [x, w], [og.LogicalTensor(2, "f32", (1, 1, 4))],
     ...          {"strides": [1], "pads_begin": [0], "pads_end": [0], "dilations": [1],
-    ...           "auto_pad": "same_upper"}))
+    ...           "auto_pad": "same_upper", "data_format": "NCX", "weights_format": "IOX"}))
     >>> og.graph_json.to_json(g)["graph"][0]["attrs"]["auto_pad"]
     {'type': 'string', 'value': 'SAME_UPPER'}
     """

@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _arrays, _attrs, _compiled, _lowering, shapes
+from . import _arrays, _attrs, _compiled, _lowering, reproducer, shapes
 
 __all__ = [
     "conv_transpose",
@@ -55,6 +55,8 @@ def _run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
         raise TypeError(f"{kind}: all tensors must share one dtype, got {listing}")
     plan = shapes.plan(kind, [a.shape for a in inputs], **attrs)
     native = _lowering.lower(plan, shapes.data_spatial(plan.attrs.data_format, inputs[0].shape))
+    if reproducer.capturing():  # og.reproducer(fn, ...): describe the call, run nothing
+        return reproducer.describe(kind, inputs, plan, native)
     dtype = inputs[0].dtype
     out_shape = plan.output_shape if view_out is None else view_out[0]
     if out is None:
