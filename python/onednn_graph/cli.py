@@ -251,8 +251,9 @@ def _case_line(o: Outcome, mode: str) -> str:
     lines = [head]
     for c in r.checks:
         cmp = c.comparison
+        bound = "must match exactly" if mode == "exact" else f"bound from {c.terms} f32 terms"
         lines.append(f"            op {c.op_id} {c.kind} ({c.dtype}): max abs err {cmp.max_abs:.3g}, "
-                     f"max rel err {cmp.max_rel:.3g}, bound from {c.terms} f32 terms"
+                     f"max rel err {cmp.max_rel:.3g}, {bound}"
                      + ("" if cmp.passed else f"\n            {cmp.message}"))
     if mode == "perf":
         lines.append(f"            compile {r.compile_ms:.1f} ms, median {r.median_ms:.3f} ms, "
