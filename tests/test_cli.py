@@ -158,3 +158,22 @@ def test_python_dash_m(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "onednn_graph", "run", "--mode", "exact",
                            CASES[0]], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0 and "1 case(s): 1 PASS" in proc.stdout
+
+
+def test_a_two_op_graph_checks_each_op_on_what_it_read(tmp_path, capsys):
+    # ConvTranspose feeding ConvTransposeBackwardData: the second op is checked
+    # against the reference applied to the first op's oneDNN output.
+    a = dict(strides=[2, 2], pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1],
+             data_format="NCX", weights_format="IOX")
+    lt = og.LogicalTensor
+    x, w, w2 = lt(0, "f32", (1, 4, 5, 5)), lt(1, "f32", (4, 3, 3, 3)), lt(3, "f32", (4, 3, 3, 3))
+    y, z = lt(2, "f32", (1, 3, 11, 11)), lt(4, "f32", (1, 4, 5, 5))
+    g = og.Graph()
+    g.add_op(og.Op(0, "ConvTranspose", [x, w], [y], a, "ct"))
+    g.add_op(og.Op(1, "ConvTransposeBackwardData", [y, w2], [z], a, "bd"))
+    og.save_graph(g, tmp_path / "chain.json")
+    assert g.to_json()["input_ports"] == [0, 1, 3] and g.to_json()["output_ports"] == [4]
+    status, out, _ = run(capsys, "run", "--json", "--dt", "f16", str(tmp_path / "chain.json"))
+    [case] = json.loads(out)["cases"]
+    assert status == 0 and [op["id"] for op in case["ops"]] == [0, 1]
+    assert all(op["passed"] for op in case["ops"])

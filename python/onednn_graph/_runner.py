@@ -19,6 +19,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _attrs, _compiled, _cost, _dtypes, _graph, reference, shapes, tolerance
+from ._core import Tensor
 from .errors import UnsupportedError
 
 REFERENCE = {
@@ -130,7 +131,8 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
     lts = {t.id: t for op in graph.ops for t in op.inputs + op.outputs}
     produced = {t.id for op in graph.ops for t in op.outputs}
     terms = {oid: _cost.accumulation_terms(c.plan, c.input_shapes) for oid, c in calls.items()}
-    graph.finalize()
+    if not graph.is_finalized:
+        graph.finalize()
     partitions = graph.get_partitions()
     bad = [p for p in partitions if not p.is_supported]
     if bad:
@@ -161,7 +163,6 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
         compiled = p.compile(ins, outs, engine)
         result.compile_ms += (time.perf_counter() - start) * 1e3
         steps.append((compiled, ins, outs))
-    from ._core import Tensor
     bound = [(c, [Tensor(t, engine, arrays[t.id]) for t in ins],
               [Tensor(t, engine, arrays[t.id]) for t in outs]) for c, ins, outs in steps]
 
