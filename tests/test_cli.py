@@ -116,6 +116,11 @@ def test_usage_errors_exit_2(capsys, argv):
     assert status == cli.EXIT_BAD_INPUT
 
 
+def test_case_files_may_follow_options(capsys):
+    status, out, _ = run(capsys, "run", CASES[0], "--dt", "f16", CASES[1], "--mode", "exact")
+    assert status == 0 and out.rstrip().endswith("2 case(s): 2 PASS")
+
+
 def test_batch_file(capsys):
     status, out, _ = run(capsys, "run", "--batch", str(FIXTURES / "cases.batch"))
     assert status == 0 and out.rstrip().endswith("3 case(s): 3 PASS")
@@ -125,7 +130,7 @@ def test_batch_file_errors_name_the_line(capsys, tmp_path):
     path = tmp_path / "b.batch"
     path.write_text("# comment\n\n--frobnicate deconv_small.json\n")
     status, _, err = run(capsys, "run", "--batch", str(path))
-    assert status == 2 and f"{path}:3: unknown option(s) --frobnicate" in err
+    assert status == 2 and f"{path}:3: cannot parse '--frobnicate deconv_small.json'" in err
 
 
 def test_progress_bar_goes_to_stderr(capsys):

@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a file of case command lines (one per line, # comments)")
     run.add_argument("--mode", choices=MODES, default="correctness",
                      help="correctness: random inputs vs the reference; exact: small-integer "
-                     "inputs, f32 must match exactly; perf: compile and execution times")
+                     "inputs, results must match exactly; perf: compile and execution times")
     run.add_argument("--repeat", type=int, default=10, help="executions timed in perf mode")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     run.add_argument("--json", action="store_true", help="print one JSON document")
@@ -93,6 +93,16 @@ def expand(ns: argparse.Namespace) -> list[Case]:
     return [Case(p, *combo) for p in paths for combo in itertools.product(*alternatives)]
 
 
+def _take_cases(parser: argparse.ArgumentParser, ns: argparse.Namespace,
+                extra: list[str]) -> None:
+    """Case files after options (argparse leaves them over) join the cases."""
+    unknown = [w for w in extra if w.startswith("-") or not hasattr(ns, "cases")]
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if extra:
+        ns.cases = list(ns.cases) + extra
+
+
 def _batch_cases(path: str) -> list[Case]:
     parser = _Parser(prog=f"batch file {path}")
     _case_options(parser)
@@ -105,10 +115,9 @@ def _batch_cases(path: str) -> list[Case]:
                 continue
             try:
                 ns, extra = parser.parse_known_args(words)
+                _take_cases(parser, ns, extra)
             except SystemExit:
                 raise ValueError(f"{path}:{lineno}: cannot parse {line.strip()!r}") from None
-            if extra:
-                raise ValueError(f"{path}:{lineno}: unknown option(s) {' '.join(extra)}")
             for c in expand(ns):  # relative case paths are relative to the batch file
                 c.path = c.path if os.path.isabs(c.path) else os.path.join(base, c.path)
                 cases.append(c)
@@ -281,5 +290,7 @@ def cmd_bench(ns: argparse.Namespace) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``onednn-graph`` console script and ``python -m onednn_graph``."""
-    ns = build_parser().parse_args(argv)
+    parser = build_parser()
+    ns, extra = parser.parse_known_args(argv)
+    _take_cases(parser, ns, extra)
     return {"info": cmd_info, "run": cmd_run, "bench": cmd_bench}[ns.command](ns)
