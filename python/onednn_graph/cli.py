@@ -196,7 +196,7 @@ def table(outcomes: Sequence[Outcome]) -> str:
         rows.append((o.case.label, o.status, _fmt(max_abs, ".3g"), _fmt(max_rel, ".3g"),
                      _fmt(r.compile_ms if r else None, ".1f"),
                      _fmt(r.median_ms if r else None, ".3f"),
-                     _fmt(r.gflops if r else None, ".1f")))
+                     _fmt(r.gflops if r else None, ".3g")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(row, widths))) for row in rows]
@@ -266,7 +266,7 @@ def _case_line(o: Outcome, mode: str) -> str:
                      + ("" if cmp.passed else f"\n            {cmp.message}"))
     if mode == "perf":
         lines.append(f"            compile {r.compile_ms:.1f} ms, median {r.median_ms:.3f} ms, "
-                     f"{r.gflops:.1f} GFLOP/s ({r.flops / 1e9:.3g} GFLOP)")
+                     f"{r.gflops:.3g} GFLOP/s ({r.flops / 1e9:.3g} GFLOP)")
     lines += [f"            lowered: {text}" for text in r.lowerings]
     return "\n".join(lines)
 
@@ -293,4 +293,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     ns, extra = parser.parse_known_args(argv)
     _take_cases(parser, ns, extra)
-    return {"info": cmd_info, "run": cmd_run, "bench": cmd_bench}[ns.command](ns)
+    try:
+        return {"info": cmd_info, "run": cmd_run, "bench": cmd_bench}[ns.command](ns)
+    except BrokenPipeError:  # e.g. `onednn-graph run ... | head`: the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAIL
