@@ -31,12 +31,16 @@ std::vector<dg::tensor> check_args(const char *role, const std::vector<dg::logic
         if (want->get_data_type() != t->logical.get_data_type())
             throw py::value_error("execute: " + what + " has dtype " + from_data_type(t->logical.get_data_type())
                     + ", compiled for " + from_data_type(want->get_data_type()));
-        if (static_cast<size_t>(t->array.nbytes()) < want->get_mem_size())
+        if (want->get_layout_type() == layout_type::strided && t->logical.get_layout_type() == layout_type::strided) {
+            // The Tensor matched its array to its logical tensor element by
+            // element; matching that to the compiled one covers every byte,
+            // also for views whose memory has gaps (nbytes < the span).
+            if (want->get_dims() != t->logical.get_dims() || want->get_strides() != t->logical.get_strides())
+                throw py::value_error("execute: " + what + " has a shape or strides other than the compiled ones");
+        } else if (static_cast<size_t>(t->array.nbytes()) < want->get_mem_size()) {
             throw py::value_error("execute: " + what + " holds " + std::to_string(t->array.nbytes())
                     + " bytes, the compiled partition needs " + std::to_string(want->get_mem_size()));
-        if (want->get_layout_type() == layout_type::strided && t->logical.get_layout_type() == layout_type::strided
-                && (want->get_dims() != t->logical.get_dims() || want->get_strides() != t->logical.get_strides()))
-            throw py::value_error("execute: " + what + " has a shape or strides other than the compiled ones");
+        }
         if (writes && !t->array.writeable())
             throw py::value_error("execute: " + what + " is read-only");
         out.push_back(t->tensor);
@@ -67,6 +71,11 @@ void bind_compiled_partition(py::module_ &m) {
             .def("execute", [](const CompiledPartition &c, dnnl::stream &stream,
                                     const std::vector<const Tensor *> &inputs,
                                     const std::vector<const Tensor *> &outputs) {
+                // oneDNN 3.2 fails (invalid_arguments) on a stream of another
+                // engine object, even of the same kind and index.
+                if (stream.get_engine().get() != c.engine.get())
+                    throw py::value_error("execute: the stream belongs to another Engine than the one "
+                            "the partition was compiled for; create the Stream on that Engine");
                 auto ins = check_args("input", c.inputs, inputs, false);
                 auto outs = check_args("output", c.outputs, outputs, true);
                 // The Python lists hold the Tensors (and their arrays) for the

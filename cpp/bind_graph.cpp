@@ -35,7 +35,7 @@ CompiledPartition compile(const dg::partition &p, std::vector<dg::logical_tensor
         lt = compiled.query_logical_tensor(lt.get_id());
     for (auto &lt : inputs)
         lt = compiled.query_logical_tensor(lt.get_id());
-    return CompiledPartition {compiled, std::move(inputs), std::move(outputs)};
+    return CompiledPartition {compiled, std::move(inputs), std::move(outputs), engine};
 }
 
 } // namespace

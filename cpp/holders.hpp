@@ -20,6 +20,7 @@ struct CompiledPartition {
     dg::compiled_partition compiled;
     std::vector<dg::logical_tensor> inputs;  // as given to compile()
     std::vector<dg::logical_tensor> outputs; // as given to compile()
+    dnnl::engine engine;                     // compiled for; execute() needs a stream on it
 };
 
 struct Tensor {

@@ -79,6 +79,14 @@ def test_onednn_refusals_exit_1(capsys, monkeypatch, error, status):
     assert code == cli.EXIT_FAIL and out.startswith(status) and str(error) in out
 
 
+def test_a_case_the_graph_path_cannot_run_exits_1(capsys):
+    # output_padding >= strides + pads_end: the functional API runs it on a view,
+    # a partition cannot (see README); the driver reports UNSUPPORTED, not bad input.
+    status, out, _ = run(capsys, "run", "--op-attrs", "0:output_padding:3x3*pads_end:0x0",
+                         str(FIXTURES / "deconv_small.json"))
+    assert status == cli.EXIT_FAIL and out.startswith("UNSUPPORTED"), out
+
+
 @pytest.mark.parametrize("argv, words", [
     (["run", "missing.json"], "No such file"),
     (["run", "--in-shapes", "0:1x2x", "CASE"], "--in-shapes"),

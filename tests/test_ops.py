@@ -21,7 +21,11 @@ VARIANTS = ([dict(rank=r) for r in (1, 3)]
             + [dict(dilations=2), dict(dilations=2, strides=1, pads_begin=2, pads_end=1)]
             + [dict(pads_begin=0, pads_end=2), dict(pads_begin=2, pads_end=1)]
             + [dict(output_padding=1), dict(output_padding=1, strides=3, pads_begin=0),
-               dict(output_padding=2, strides=2, pads_begin=0, pads_end=2)]
+               dict(output_padding=2, strides=2, pads_begin=0, pads_end=2),
+               # output_padding >= strides + pads_end: outputs outside every kernel window
+               dict(output_padding=3, strides=2, pads_begin=0, pads_end=0),
+               dict(output_padding=3, strides=1, dilations=2, bias=True),
+               dict(output_padding=4, strides=2, auto_pad="same_lower", rank=3, bias=True)]
             + [dict(auto_pad=a) for a in ("same_upper", "same_lower", "valid", "SAME_UPPER")]
             + [dict(auto_pad=a, strides=1) for a in ("same_upper", "same_lower")]
             + [dict(groups=g) for g in (2, 3, "depthwise")]
@@ -75,27 +79,12 @@ def problem(rng, op, dtype, data_format, case):
         dict(kw, weights_shape=w.shape), 2 * np.prod(y_shape[1:])
 
 
-# Combinations the linked oneDNN 3.2 cannot compile and the package does not
-# (yet) lower: they must raise UnsupportedError, never return numbers.
-# Pinned so that a gap that closes (or a new one) fails the test.
-def known_gap(op, case):
-    backward = op in ("ConvTransposeBackwardData", "ConvTransposeBackwardWeights")
-    # output_padding >= stride on the backward ops: 3.2 rejects the folded
-    # geometry with invalid_shape.
-    return backward and case.get("output_padding", 0) >= case.get("strides", BASE["strides"])
-
-
 @pytest.mark.parametrize("case", [{}] + VARIANTS, ids=_id)
 @pytest.mark.parametrize("data_format", ["NXC", "NCX"])
 @pytest.mark.parametrize("op", OPS)
 def test_matches_reference(rng, op, dtype, data_format, case):
     call, ref, args, kw, terms = problem(rng, op, dtype, data_format, case)
-    try:
-        got = call(*args, **kw)
-    except og.UnsupportedError:
-        if known_gap(op, case):
-            return
-        raise
+    got = call(*args, **kw)
     assert got.dtype == args[0].dtype
     assert_matches_reference(got, ref, args, kw, dtype, terms)
 

@@ -6,7 +6,14 @@ convolution operations on NumPy arrays; the low-level objects (``Graph``,
 NumPy reference of the four operations and ``shapes`` their geometry.
 """
 
+from importlib import metadata as _metadata
+
 from .errors import Error, UnsupportedError
+
+try:
+    __version__ = _metadata.version("onednn-graph")
+except _metadata.PackageNotFoundError:  # pragma: no cover - not installed
+    __version__ = "unknown"
 
 try:
     from . import _core

@@ -4,8 +4,8 @@ All four operations compute the products of one ConvTranspose: ConvTranspose
 itself, ConvTransposeBackwardData (the ConvTranspose whose src is diff_src),
 ConvTransposeBackwardWeights (same src, dst = diff_dst) and
 ConvolutionBackwardData (a ConvTranspose of diff_dst producing diff_src). Its
-FLOP count and the length of each accumulated sum follow from that one
-description, so both are derived here and nowhere else.
+FLOP count follows from that one description (the accumulation length the
+tolerances need is ``tolerance.accumulation_terms``).
 """
 
 from __future__ import annotations
@@ -57,21 +57,3 @@ def problem(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> Problem
     return Problem(src[0], shapes.data_channels(fmt, src), shapes.data_channels(fmt, dst),
                    a.groups, tuple(plan.kernel), tuple(shapes.data_spatial(fmt, src)))
 
-
-def accumulation_terms(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> int:
-    """Products summed into one output element (an upper bound), for tolerances.
-
-    ConvTranspose: C_src/groups * prod(K) (+1 for bias); ConvTransposeBackwardData and
-    the forward Convolution: C_dst/groups * prod(K); ConvolutionBackwardData:
-    C_src/groups * prod(K) (its ConvTranspose's src is diff_dst);
-    ConvTransposeBackwardWeights: N * prod(src spatial).
-    """
-    p = problem(plan, input_shapes)
-    k = math.prod(p.kernel)
-    kind = plan.attrs.kind
-    if kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS:
-        return p.n * math.prod(p.src_spatial)
-    if kind in (_attrs.CONV_TRANSPOSE_BWD_DATA, "Convolution"):
-        return p.c_dst // p.groups * k
-    bias = 1 if kind == _attrs.CONV_TRANSPOSE and len(input_shapes) == 3 else 0
-    return p.c_src // p.groups * k + bias

@@ -108,8 +108,11 @@ class _Native:
             # become the attribute (the input takes precedence, as the spec says).
             self.shape_input = inputs.pop()
         out = outputs[0]
+        # Without the shape input's values (known only at execution) or the
+        # attribute, an output logical tensor of known shape says it.
+        wants_shape = self.shape_input is not None or (shape_name and shape_name not in attrs)
         given = shape_values if shape_values is not None else (
-            out.shape if self.shape_input is not None and _known(out) else None)
+            out.shape if wants_shape and _known(out) else None)
         if given is not None:
             attrs[shape_name] = list(given) if not legacy else list(
                 shapes.from_legacy_filter(filter_format, given)[1])
@@ -120,8 +123,12 @@ class _Native:
             shape_value = attrs.pop(shape_name, None) if shape_name else None
             kw = dict(attrs, **({shape_name: shape_value} if shape_name else {}))
             plan = shapes.plan(kind, [t.shape for t in inputs], **kw)
-            in_spatial = shapes.data_spatial(plan.attrs.data_format, inputs[0].shape)
-            native = _lowering.lower(plan, in_spatial)
+            native = _lowering.lower(plan, [t.shape for t in inputs])
+            if any(native.crop):  # a tuple of zeros means no crop
+                raise UnsupportedError(
+                    f"{op.kind} op {op.id}: output_padding >= strides + pads_end needs a view "
+                    "that leaves out positions outside every kernel window, which a partition "
+                    "cannot express; the functional API (onednn_graph.ops) runs it")
         elif shape_name and shape_name not in attrs:
             raise ValueError(f"{op.kind} op {op.id}: give the {shape_name} attribute or an output "
                              "logical tensor with a known shape (the shape input's values are "
@@ -134,7 +141,7 @@ class _Native:
                 raise UnsupportedError(f"{op.kind} op {op.id}: oneDNN 3.2 cannot compile these "
                                        "attributes as they are, and lowering them needs the "
                                        "input shapes; give the logical tensors known shapes")
-            native = _lowering.NativeOp(kind, dict(_lowering._native(normalized), **(
+            native = _lowering.NativeOp(kind, dict(_lowering.spelled_natively(normalized), **(
                 {shape_name: attrs[shape_name]} if shape_name else {})), "native")
             if kind != _attrs.CONV_TRANSPOSE:
                 native.attrs.pop("output_padding", None)
@@ -169,8 +176,9 @@ class Graph:
     ...          "pads_end": [0], "dilations": [1], "data_format": "NCX", "weights_format": "IOX"}))
     >>> g.finalize()
     >>> [p] = g.get_partitions()
-    >>> cp = p.compile([x, w], [y], og.Engine())
-    >>> e, s = og.Engine(), og.Stream(og.Engine())
+    >>> e = og.Engine()
+    >>> cp = p.compile([x, w], [y], e)
+    >>> s = og.Stream(e)
     >>> out = np.zeros((1, 1, 6), np.float32)
     >>> cp.execute(s, [og.Tensor(x, e, np.ones((1, 1, 3), np.float32)),
     ...                og.Tensor(w, e, np.ones((1, 1, 2), np.float32))], [og.Tensor(y, e, out)])
@@ -269,6 +277,10 @@ class CompiledPartition:
             values = np.asarray(t.numpy())
             if values.ndim != 1 or values.dtype != np.int32:
                 raise ValueError(f"the shape input (id {t.logical_tensor.id}) must be a 1-D int32 tensor")
+            out = n.source.outputs[0]
+            if _known(out) and tuple(int(v) for v in values) != tuple(out.shape):
+                raise ValueError(f"the shape input (id {t.logical_tensor.id}) holds {tuple(int(v) for v in values)}, "
+                                 f"but op {n.source.id}'s output was compiled with shape {out.shape}")
             shape_name = _attrs.SHAPE_ATTR.get(n.op.kind, "weights_shape")
             compiled_with = n.op.attrs.get(shape_name)
             if compiled_with is None or list(values) != list(compiled_with):

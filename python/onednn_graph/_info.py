@@ -48,10 +48,10 @@ def capabilities() -> dict[str, Any]:
     Keys: ``package``, ``onednn`` (version, hash, cpu_runtime), ``numpy``,
     ``ml_dtypes``, ``python``, ``cpu_isa``, ``threads`` (and
     ``threads_source``), ``constant_tensor_cache`` (its current setting; at
-    start-up, oneDNN's default) and ``support``: one dict per (op, feature)
-    with ``native`` (the linked oneDNN compiles it as written) and ``package``
-    (``"native"``, ``"lowered to ..."`` or ``"unsupported"``), probed from the
-    library (None when the probe is not available).
+    start-up, oneDNN's default) and ``support``: ``_support.summary()``, one
+    dict per (op, feature) with ``native`` (the linked oneDNN computes it as
+    written), ``literal`` (what it does then) and ``package`` (what the package
+    does: native, lowered or unsupported), probed on the library at the call.
 
     Examples
     --------
@@ -91,10 +91,12 @@ def report(caps: dict[str, Any]) -> str:
     if support is None:
         lines.append("support matrix: not available in this installation")
         return "\n".join(lines)
-    rows = [("op", "feature", "oneDNN alone", "with the package")] + [
-        (s["op"], s["feature"], "yes" if s["native"] else "no", s["package"]) for s in support]
+    rows = [("op", "feature", "oneDNN as written", "with the package")] + [
+        (s["op"], s["feature"], s.get("literal", "native" if s["native"] else "no"), s["package"])
+        for s in support]
     widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
-    lines.append("\nWhat the linked oneDNN compiles as written, and what the package does:")
+    lines.append("\nWhat the linked oneDNN does with each op as the spec writes it, and what "
+                 "the package does (probed now, on small problems):")
     for j, r in enumerate(rows):
         lines.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
         if j == 0:

@@ -10,6 +10,15 @@ tests/test_lowering.py against the reference):
   on ConvTransposeBackwardData/Weights (3.2 rejects it when the op is added):
   it only extends the output geometry, so it folds into ``pads_end`` (3.2
   accepts a negative ``pads_end``): ``pads_end - output_padding``.
+* A folded ``pads_end`` of ``-stride`` or less (output_padding >= stride +
+  pads_end): the primitives require ``pads_end > -stride`` (common/
+  convolution.cpp and deconvolution.cpp: ``pad_r + str > 0``). The trailing
+  positions of the ConvTranspose-geometry tensor (dst of ConvTranspose,
+  diff_dst of the backward ops) past ``strides*(X-1) + dilations*(K-1) + 1``
+  lie outside every kernel window, so the op runs on a view that leaves out
+  just enough of them (``NativeOp.crop``) to make ``pads_end = 1 - stride``:
+  the backward ops never read them, and ConvTranspose's left-out outputs are
+  the bias (or zero), which ``ops`` writes as a copy of the bias.
 * ConvolutionBackwardData with groups > 1 (3.2 builds a partition that fails to
   compile): it is a ConvTranspose of diff_dst over the same weights memory,
   OIX read as IOX and XIO as XOI, with ``pads_end`` chosen so the output has
@@ -32,9 +41,10 @@ tests/test_lowering.py against the reference):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from . import _attrs, shapes
+from .errors import UnsupportedError
 
 NATIVE_AUTO_PAD = {"none": "None", "same_upper": "SAME_UPPER",
                    "same_lower": "SAME_LOWER", "valid": "VALID"}
@@ -49,6 +59,10 @@ class NativeOp:
     kind: str
     attrs: dict[str, Any]
     lowering: str  # "native" or a short description of the rewrite
+    # Trailing spatial positions, per axis, of the op's ConvTranspose-geometry
+    # tensor (dst of ConvTranspose, diff_dst of the backward ops) that the op
+    # is not given: see the module docstring.
+    crop: tuple[int, ...] = ()
 
 
 def _explicit(plan: shapes.Plan, pads_end: tuple[int, ...], **extra: Any) -> dict[str, Any]:
@@ -60,14 +74,16 @@ def _explicit(plan: shapes.Plan, pads_end: tuple[int, ...], **extra: Any) -> dic
     return attrs
 
 
-def lower(plan: shapes.Plan, in_spatial: tuple[int, ...]) -> NativeOp:
-    """The op oneDNN 3.2 compiles for a checked, resolved call `plan`.
+def geometry_tensor(kind: str) -> int:
+    """Which tensor a crop applies to: the output (-1) or the input index of diff_dst."""
+    return {_attrs.CONV_TRANSPOSE: -1, _attrs.CONV_TRANSPOSE_BWD_DATA: 0,
+            _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: 1}[kind]
 
-    `in_spatial` is the spatial size of the op's first input (src or
-    diff_dst), needed to size the ConvTranspose that replaces a grouped
-    ConvolutionBackwardData.
-    """
+
+def lower(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> NativeOp:
+    """The op oneDNN 3.2 compiles for a checked, resolved call `plan` on inputs of `input_shapes`."""
     a = plan.attrs
+    in_spatial = shapes.data_spatial(a.data_format, input_shapes[0])
     kind = a.kind
     op_pad = a.output_padding
     if kind == _attrs.CONV_BWD_DATA:
@@ -81,32 +97,45 @@ def lower(plan: shapes.Plan, in_spatial: tuple[int, ...]) -> NativeOp:
             return NativeOp(_attrs.CONV_TRANSPOSE,
                             _explicit(plan, pads_end, weights_format=CONV_AS_TRANSPOSE_FORMAT[a.weights_format]),
                             "ConvTranspose over the same weights (groups > 1)")
-        attrs = _native(a)
+        attrs = spelled_natively(a)
         del attrs["output_padding"]
         attrs["dst_shape"] = list(plan.output_shape)
         return NativeOp(kind, attrs, "native")
     pads_end = tuple(pe - op for pe, op in zip(plan.pads_end, op_pad))
+    crop = tuple(max(0, 1 - s - pe) for s, pe in zip(a.strides, pads_end))
+    if any(crop):
+        index = geometry_tensor(kind)
+        full = plan.output_shape if index < 0 else input_shapes[index]
+        if any(y - c < 1 for y, c in zip(shapes.data_spatial(a.data_format, full), crop)):
+            raise UnsupportedError(f"{kind}: no position of the output_padding-extended tensor "
+                                   "is reached by a kernel window (pads_begin too large)")
+        pads_end = tuple(pe + c for pe, c in zip(pads_end, crop))
     if kind == _attrs.CONV_TRANSPOSE_BWD_DATA and any(d > 1 for d in a.dilations):
         return NativeOp("Convolution", _explicit(
             plan, pads_end, weights_format=TRANSPOSE_AS_CONV_FORMAT[a.weights_format]),
-            "Convolution over the same weights (dilations > 1)")
+            "Convolution over the same weights (dilations > 1)", crop)
     needs_fold = any(op > 0 for op in op_pad) if kind != _attrs.CONV_TRANSPOSE else \
         any(op >= s for op, s in zip(op_pad, a.strides))
     extra = {"weights_shape": list(plan.output_shape)} if kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS else {}
+    if any(crop):
+        return NativeOp(kind, _explicit(plan, pads_end, **extra),
+                        "output_padding folded into pads_end, on a view without the "
+                        "positions outside every kernel window", crop)
     if kind != _attrs.CONV_TRANSPOSE and a.auto_pad != "none":
         return NativeOp(kind, _explicit(plan, pads_end, **extra),
                         "auto_pad resolved as ConvTranspose does")
     if needs_fold:
         return NativeOp(kind, _explicit(plan, pads_end, **extra),
                         "output_padding folded into pads_end")
-    attrs = _native(a)
+    attrs = spelled_natively(a)
     if kind != _attrs.CONV_TRANSPOSE:
         del attrs["output_padding"]
     attrs.update(extra)
     return NativeOp(kind, attrs, "native")
 
 
-def _native(a: _attrs.ConvAttrs) -> dict[str, Any]:
+def spelled_natively(a: _attrs.ConvAttrs) -> dict[str, Any]:
+    """The attributes as given, with auto_pad in 3.2's spelling (nothing lowered)."""
     attrs = a.as_dict()
     attrs["auto_pad"] = NATIVE_AUTO_PAD[a.auto_pad]
     return attrs

@@ -28,7 +28,6 @@ import os
 from typing import Any, Union
 
 from . import _attrs, _core, _graph, _lowering
-from .errors import Error
 
 __all__ = ["load_graph", "save_graph", "to_json", "from_json", "FORMAT_VERSION"]
 
@@ -220,8 +219,12 @@ def from_json(doc: dict, source: str = "<dict>") -> _graph.Graph:
         seen.add(op.id)
         try:
             graph.add_op(op)
-        except (TypeError, ValueError, Error) as exc:
-            r.fail(f"graph[{i}]", f"{op.kind} op {op.id}: {exc}")
+        except (TypeError, ValueError) as exc:
+            message = str(exc)
+            r.fail(f"graph[{i}]", message if message.startswith(op.kind)
+                   else f"{op.kind} op {op.id}: {message}")
+        # onednn_graph.Error (e.g. UnsupportedError) propagates: the file is
+        # fine, the linked oneDNN cannot take the op; its message names the op.
     ids = {t.id for op in graph.ops for t in op.inputs + op.outputs}
     for key in ("input_ports", "output_ports"):
         for j, port in enumerate(r.int_list(doc.get(key, []), key)):

@@ -54,7 +54,7 @@ def _run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
         listing = ", ".join(f"{n}: {a.dtype}" for n, a in zip(names, inputs))
         raise TypeError(f"{kind}: all tensors must share one dtype, got {listing}")
     plan = shapes.plan(kind, [a.shape for a in inputs], **attrs)
-    native = _lowering.lower(plan, shapes.data_spatial(plan.attrs.data_format, inputs[0].shape))
+    native = _lowering.lower(plan, [a.shape for a in inputs])
     if reproducer.capturing():  # og.reproducer(fn, ...): describe the call, run nothing
         return reproducer.describe(kind, inputs, plan, native)
     dtype = inputs[0].dtype
@@ -64,8 +64,37 @@ def _run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
     else:
         out = _arrays.check_out(out, out_shape, dtype, inputs)
     target = out if view_out is None else out.transpose(view_out[1])
-    _compiled.run(native.kind, native.attrs, inputs, target)
+    if not native.crop:
+        _compiled.run(native.kind, native.attrs, inputs, target)
+        return out
+    fmt = plan.attrs.data_format
+    index = _lowering.geometry_tensor(kind)
+    if index >= 0:
+        inputs[index] = _crop(inputs[index], fmt, native.crop)
+        _compiled.run(native.kind, native.attrs, inputs, target)
+        return out
+    _compiled.run(native.kind, native.attrs, inputs, _crop(target, fmt, native.crop))
+    # The left-out outputs lie outside every kernel window: dst there is the bias.
+    bias = inputs[2] if len(inputs) > 2 else np.zeros((), dtype)
+    channels_last = bias if fmt == "NXC" else bias.reshape(bias.shape + (1,) * (target.ndim - 2))
+    for axis, c in zip(_spatial_axes(fmt, target.ndim), native.crop):
+        if c:
+            index_tail = [slice(None)] * target.ndim
+            index_tail[axis] = slice(target.shape[axis] - c, None)
+            target[tuple(index_tail)] = channels_last
     return out
+
+
+def _spatial_axes(data_format: str, ndim: int) -> range:
+    return range(1, ndim - 1) if data_format == "NXC" else range(2, ndim)
+
+
+def _crop(array: np.ndarray, data_format: str, crop: Sequence[int]) -> np.ndarray:
+    """A view of `array` without the last `crop[i]` positions of spatial axis i."""
+    index = [slice(None)] * array.ndim
+    for axis, c in zip(_spatial_axes(data_format, array.ndim), crop):
+        index[axis] = slice(0, array.shape[axis] - c)
+    return array[tuple(index)]
 
 
 def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 1,

@@ -1,72 +1,93 @@
-"""How close oneDNN must be to the float64 reference, and the comparison itself.
+"""How far oneDNN's result may be from the float64 reference, per element.
 
-Both sides read the same inputs, already rounded to the dtype. oneDNN
-accumulates in f32 (for bf16/f16 too) and rounds the result once to the
-dtype; the reference sums exactly in float64 and also rounds once to the
-dtype. So per element
+Both sides read the same rounded inputs. oneDNN accumulates in f32 (for bf16
+and f16 too) and rounds once to the output dtype; the reference sums exactly
+in float64 and rounds once. So for every output element y
 
-    |got - ref| <= 2*u(dtype)*|ref| + terms * 2**-24 * sum|x_i w_i|
+    |got - ref| <= 2*u(dtype)*|y| + terms * 2**-24 * sum_i |x_i w_i|
 
-(two roundings to the dtype's unit roundoff u, plus the standard bound for an
-f32 sum of `terms` products; sum|x_i w_i| is the reference applied to the
-inputs' absolute values). In exact mode the inputs are small integers whose
-every partial sum is an integer below 2**24, so oneDNN's f32 accumulator holds
-the exact sum and both sides round the same number to the dtype: the results
-must be identical, in every dtype.
-The tests (tests/conftest.py) and the command-line driver both use this.
+two roundings to the dtype (u is its unit roundoff: a correctly rounded result
+is within u*|y|), plus the standard bound for a float32 sum of ``terms``
+products (Higham, Accuracy and Stability of Numerical Algorithms, 3.1).
+``sum_i |x_i w_i|`` is the reference applied to the inputs' absolute values.
+The tests, the support-matrix script and the command-line driver all use it.
+
+Exact mode (the driver's ``--mode exact``) fills small integers, as benchdnn
+does, chosen by :func:`exact_range` so that every partial sum is an integer
+below 2**24: oneDNN's f32 accumulator then holds the exact sum and both sides
+round the same number to the dtype, so the results must be identical.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-# Unit roundoff: a correctly rounded result is within u*|y| of the exact value.
+from . import _attrs, shapes
+
+__all__ = ["UNIT_ROUNDOFF", "accumulation_terms", "Comparison", "compare", "exact_range"]
+
 UNIT_ROUNDOFF = {"f32": 2.0**-24, "bf16": 2.0**-8, "f16": 2.0**-11}
 F32_EXACT_INTEGERS = 2**24  # every integer up to this is an f32
 
 
-@dataclass(frozen=True)
+def accumulation_terms(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> int:
+    """An upper bound on the number of products summed into one output element."""
+    a = plan.attrs
+    kernel = int(np.prod(plan.kernel))
+    first = input_shapes[0]
+    if a.kind == _attrs.CONV_TRANSPOSE:  # over C_in/g channels and the taps, + bias
+        return shapes.data_channels(a.data_format, first) // a.groups * kernel + 1
+    # Over the first input's channels: diff_dst's, or src's for the forward
+    # Convolution a dilated ConvTransposeBackwardData runs as.
+    if a.kind in (_attrs.CONV_TRANSPOSE_BWD_DATA, _attrs.CONV_BWD_DATA, "Convolution"):
+        return shapes.data_channels(a.data_format, first) // a.groups * kernel
+    # Backward weights: over the batch and every diff_dst position.
+    diff_dst = input_shapes[1]
+    return diff_dst[0] * int(np.prod(shapes.data_spatial(a.data_format, diff_dst)))
+
+
 class Comparison:
     """The outcome of comparing oneDNN's result with the reference."""
 
-    passed: bool
-    max_abs: float      # max |got - ref|
-    max_rel: float      # max |got - ref| / |ref| over elements with ref != 0
-    worst: tuple        # index of the element furthest beyond (or closest to) its tolerance
-    message: str
+    def __init__(self, got: np.ndarray, ref: np.ndarray, tol: np.ndarray) -> None:
+        err = np.abs(got.astype(np.float64) - ref)
+        # NaN where the reference has NaN at the same place counts as equal.
+        both_nan = np.isnan(ref) & np.isnan(got.astype(np.float64))
+        err = np.where(both_nan, 0.0, err)
+        self.max_abs = float(np.nanmax(err, initial=0.0)) if err.size else 0.0
+        scale = np.maximum(np.abs(ref), 1e-30)
+        self.max_rel = float(np.nanmax(err / scale, initial=0.0)) if err.size else 0.0
+        bad = ~(err <= tol)
+        self.ok = not bool(bad.any())
+        self.worst = None
+        if not self.ok:
+            self.worst = tuple(int(i) for i in np.unravel_index(np.argmax(np.where(bad, err - tol, -np.inf)), err.shape))
+        self.got, self.ref, self.tol = got, ref, tol
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}: within tolerance"
+        w = self.worst
+        return (f"max abs error {self.max_abs:.3g} exceeds tolerance at {w}: got {self.got[w]}, "
+                f"reference {self.ref[w]}, tolerance {self.tol[w]:.3g}")
 
 
-def tolerance(ref: np.ndarray, mag: np.ndarray, dtype: str, terms: int,
-              exact: bool = False) -> np.ndarray:
-    """Per-element bound on |got - ref| (see the module docstring)."""
-    if exact:
-        return np.zeros_like(ref)
-    return 2 * UNIT_ROUNDOFF[dtype] * np.abs(ref) + terms * 2.0**-24 * mag + 1e-30
-
-
-def compare(got: np.ndarray, ref_fn: Callable[..., np.ndarray], args: Sequence[np.ndarray],
+def compare(got: np.ndarray, ref_fn: Callable[..., np.ndarray], args: Sequence[Any],
             kwargs: dict[str, Any], dtype: str, terms: int, exact: bool = False) -> Comparison:
-    """oneDNN's `got` against ``ref_fn(*args, **kwargs)`` (the float64 reference)."""
+    """oneDNN's `got` against ``ref_fn(*args, **kwargs)`` with the bound above
+    (with `exact`, a bound of 0: see the module docstring)."""
     ref = ref_fn(*args, **kwargs).astype(np.float64)
+    if exact:
+        tol = np.zeros_like(ref)
+    else:
+        mag = ref_fn(*[np.abs(np.asarray(a).astype(np.float64)) for a in args],
+                     **kwargs).astype(np.float64)
+        tol = 2 * UNIT_ROUNDOFF[dtype] * np.abs(ref) + terms * 2.0**-24 * mag + 1e-30
     if got.shape != ref.shape:
-        return Comparison(False, np.inf, np.inf, (), f"shape {got.shape} differs from the "
-                          f"reference's {ref.shape}")
-    mag = ref_fn(*[np.abs(a.astype(np.float64)) for a in args], **kwargs).astype(np.float64)
-    tol = tolerance(ref, mag, dtype, terms, exact)
-    err = np.abs(got.astype(np.float64) - ref)
-    if not err.size:
-        return Comparison(True, 0.0, 0.0, (), "empty result")
-    worst = np.unravel_index(np.argmax(err - tol), err.shape)
-    nonzero = np.abs(ref) > 0
-    max_rel = float(np.max(err[nonzero] / np.abs(ref[nonzero]))) if nonzero.any() else 0.0
-    passed = bool(np.all(err <= tol))  # NaN in got fails here
-    message = (f"max error {err.max():.3g} {'within' if passed else 'exceeds'} tolerance; "
-               f"worst at {tuple(int(i) for i in worst)}: got {got[worst]}, reference "
-               f"{ref[worst]}, tol {tol[worst]:.3g}")
-    return Comparison(passed, float(err.max()), max_rel, worst, message)
+        raise ValueError(f"result shape {got.shape} differs from the reference's {ref.shape}")
+    return Comparison(got, ref, tol)
 
 
 def exact_range(terms: int) -> int:

@@ -1,0 +1,239 @@
+"""What the linked oneDNN does with each op as the spec writes it, and what the package does.
+
+Everything here is measured on the real library, never assumed: a *literal*
+probe hands oneDNN the op exactly as the spec writes it (only ``auto_pad``
+spelled as 3.2 spells it), compiles it and, if it compiles, runs it and
+compares with the reference; the *package* probe runs the same problem through
+the public API (the functional API, or the low-level ``Graph`` when the shape
+comes as the spec's s32 input) and compares that too. ``scripts/support_matrix.py``
+turns a sweep of these probes into ``docs/support-matrix.md``;
+``summary()`` is the short form that ``capabilities()`` reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from . import _attrs, _compiled, _core, _dtypes, _lowering, ops, reference, shapes, tolerance
+from .errors import Error, UnsupportedError
+
+_OPS = {
+    _attrs.CONV_TRANSPOSE: (ops.conv_transpose, reference.conv_transpose),
+    _attrs.CONV_TRANSPOSE_BWD_DATA: (ops.conv_transpose_backward_data,
+                                     reference.conv_transpose_backward_data),
+    _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: (ops.conv_transpose_backward_weights,
+                                        reference.conv_transpose_backward_weights),
+    _attrs.CONV_BWD_DATA: (ops.convolution_backward_data, reference.convolution_backward_data),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One small problem: an op and one value of every dimension of the matrix."""
+
+    kind: str
+    dtype: str = "f32"
+    rank: int = 2
+    data_format: str = "NXC"
+    weights_format: Optional[str] = None  # the op's default
+    groups: Union[int, str] = 1  # or "depthwise"
+    auto_pad: str = "none"
+    shape_form: str = "attribute"  # or "s32 input" (ConvTransposeBackwardWeights, ConvolutionBackwardData)
+    strides: int = 2
+    dilations: int = 1
+    pads_begin: int = 1
+    pads_end: int = 0
+    output_padding: int = 0
+    bias: bool = False
+
+
+@dataclasses.dataclass
+class Problem:
+    case: Case
+    args: list[np.ndarray]  # the functional API's arrays (shape argument excluded)
+    kwargs: dict[str, Any]  # its keywords (shape argument included)
+    output_shape: tuple[int, ...]
+    terms: int
+
+
+@dataclasses.dataclass
+class Outcome:
+    """``status`` is "native", "lowered", "unsupported" or "wrong"."""
+
+    status: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.status} ({self.detail})" if self.detail else self.status
+
+
+def problem(case: Case, seed: int = 0) -> Problem:
+    """Arrays of random values in [-1, 1) and keywords for `case`."""
+    rng = np.random.default_rng(seed)
+    numpy_dtype = _dtypes.numpy_dtype(case.dtype)
+    g = 4 if case.groups == "depthwise" else int(case.groups)
+    c_in, c_out = (4, 4) if case.groups == "depthwise" else (2 * g, 3 * g)
+    spatial, kernel = (5, 4, 3)[:case.rank], (3, 2, 2)[:case.rank]
+    pads = dict(pads_begin=case.pads_begin, pads_end=case.pads_end) if case.auto_pad == "none" else {}
+    kw: dict[str, Any] = dict(strides=case.strides, dilations=case.dilations, groups=g,
+                              auto_pad=case.auto_pad, output_padding=case.output_padding,
+                              data_format=case.data_format, **pads)
+    if case.weights_format:
+        kw["weights_format"] = case.weights_format
+    attrs = _attrs.normalize(case.kind, case.rank, **kw)
+    x_shape = shapes.data_shape_for(case.data_format, 2, c_in, spatial)
+    w_shape = shapes.weights_shape_for(attrs, c_in, c_out, kernel)
+
+    def rand(shape: tuple[int, ...]) -> np.ndarray:
+        return rng.uniform(-1, 1, size=shape).astype(numpy_dtype)
+
+    if case.kind == _attrs.CONV_BWD_DATA:
+        conv_kw = {k: v for k, v in kw.items() if k != "output_padding"}
+        dy_shape = shapes.plan("Convolution", [x_shape, w_shape], **conv_kw).output_shape
+        kw["dst_shape"] = x_shape
+        plan = shapes.plan(case.kind, [dy_shape, w_shape], **kw)
+        args = [rand(dy_shape), rand(w_shape)]
+    else:
+        ct_kw = dict(kw, weights_format=attrs.weights_format)
+        y_shape = shapes.output_shape(_attrs.CONV_TRANSPOSE, [x_shape, w_shape], **ct_kw)
+        if case.kind == _attrs.CONV_TRANSPOSE:
+            args = [rand(x_shape), rand(w_shape)] + ([rand((c_out,))] if case.bias else [])
+        elif case.kind == _attrs.CONV_TRANSPOSE_BWD_DATA:
+            args = [rand(y_shape), rand(w_shape)]
+        else:
+            kw["weights_shape"] = w_shape
+            args = [rand(x_shape), rand(y_shape)]
+        plan = shapes.plan(case.kind, [a.shape for a in args], **kw)
+    shapes_in = [a.shape for a in args]
+    return Problem(case, args, kw, plan.output_shape,
+                   tolerance.accumulation_terms(plan, shapes_in))
+
+
+def _reference(p: Problem) -> tuple[Any, list[np.ndarray], dict[str, Any]]:
+    ref_fn = _OPS[p.case.kind][1]
+    kw = dict(p.kwargs)
+    shape_arg = kw.pop(_attrs.SHAPE_ATTR.get(p.case.kind, ""), None)
+    args = p.args + ([shape_arg] if shape_arg is not None else [])
+    return ref_fn, args, kw
+
+
+def _check(p: Problem, got: np.ndarray) -> tolerance.Comparison:
+    ref_fn, args, kw = _reference(p)
+    return tolerance.compare(got, ref_fn, args, kw, p.case.dtype, p.terms)
+
+
+def literal(p: Problem) -> Outcome:
+    """Compile and run the op on oneDNN exactly as the spec writes it."""
+    case = p.case
+    plan = shapes.plan(case.kind, [a.shape for a in p.args], **p.kwargs)
+    attrs = plan.attrs.as_dict()
+    attrs["auto_pad"] = _lowering.NATIVE_AUTO_PAD[plan.attrs.auto_pad]
+    if not any(plan.attrs.output_padding):  # optional: only written when used
+        del attrs["output_padding"]
+    shape_name = _attrs.SHAPE_ATTR.get(case.kind)
+    if shape_name and case.shape_form == "attribute":
+        attrs[shape_name] = list(p.kwargs[shape_name])
+    dtype = case.dtype
+    n = len(p.args)
+    inputs = [_core.LogicalTensor(i, dtype, a.shape, list(np.array(a.strides) // a.itemsize))
+              for i, a in enumerate(p.args)]
+    if shape_name and case.shape_form == "s32 input":
+        inputs.append(_core.LogicalTensor(n, "s32", [len(p.output_shape)]))
+    output = _core.LogicalTensor(n + 1, dtype, p.output_shape)
+    try:
+        graph = _core.Graph("cpu", "strict")
+        graph.add_op(_core.Op(0, case.kind, inputs, [output], attrs))
+        graph.finalize()
+        partitions = graph.get_partitions()
+        if len(partitions) != 1 or not partitions[0].is_supported:
+            return Outcome("unsupported", "no partition takes the op")
+        compiled = partitions[0].compile(inputs, [output], _compiled.engine())
+        got = np.empty(p.output_shape, p.args[0].dtype)
+        engine = _compiled.engine()
+        tensors = [_core.Tensor(lt, engine, a) for lt, a in zip(inputs, p.args)]
+        if len(inputs) > n:
+            tensors.append(_core.Tensor(inputs[n], engine, np.array(p.output_shape, np.int32)))
+        compiled.execute(_compiled.stream(), tensors, [_core.Tensor(output, engine, got)])
+    except Error as exc:
+        return Outcome("unsupported", f"{exc.status}")
+    except ValueError as exc:  # oneDNN inferred another output shape than the spec's
+        return Outcome("unsupported", str(exc).split(":")[0])
+    result = _check(p, got)
+    # The size of a wrong answer depends on the cell; the matrix groups by kind.
+    return Outcome("native") if result.ok else Outcome("wrong", "not the reference's numbers")
+
+
+def package(p: Problem) -> Outcome:
+    """Run the problem through the package and compare with the reference."""
+    case = p.case
+    try:
+        if case.shape_form == "s32 input":
+            got, how = _through_graph(p)
+            how = "s32 shape input read into the attribute" + ("" if how == "native" else f"; {how}")
+        else:
+            plan = shapes.plan(case.kind, [a.shape for a in p.args], **p.kwargs)
+            how = _lowering.lower(plan, [a.shape for a in p.args]).lowering
+            got = _OPS[case.kind][0](*p.args, **p.kwargs)
+    except UnsupportedError as exc:
+        return Outcome("unsupported", str(exc))
+    result = _check(p, got)
+    if not result.ok:
+        return Outcome("wrong", str(result))
+    return Outcome("native") if how == "native" else Outcome("lowered", how)
+
+
+def _through_graph(p: Problem) -> tuple[np.ndarray, str]:
+    """The low-level path with the shape as the spec's s32 input tensor."""
+    from . import _graph  # the public Graph/Op layer sits above this module's users
+
+    case = p.case
+    dtype, n = case.dtype, len(p.args)
+    kw = dict(p.kwargs)
+    shape_value = kw.pop(_attrs.SHAPE_ATTR[case.kind])
+    attrs = _attrs.normalize(case.kind, case.rank, **kw).as_dict()
+    inputs = [_core.LogicalTensor(i, dtype, a.shape) for i, a in enumerate(p.args)]
+    inputs.append(_core.LogicalTensor(n, "s32", [len(shape_value)]))
+    output = _core.LogicalTensor(n + 1, dtype, p.output_shape)
+    op = _graph.Op(0, case.kind, inputs, [output], attrs)
+    graph = _graph.Graph()
+    graph.add_op(op)
+    graph.finalize()
+    [part] = graph.get_partitions()
+    engine = _compiled.engine()
+    compiled = part.compile(inputs, [output], engine)
+    got = np.empty(p.output_shape, p.args[0].dtype)
+    tensors = [_core.Tensor(lt, engine, a) for lt, a in zip(inputs, p.args)]
+    tensors.append(_core.Tensor(inputs[n], engine, np.array(shape_value, np.int32)))
+    compiled.execute(_compiled.stream(), tensors, [_core.Tensor(output, engine, got)])
+    return got, graph._ops[0].lowering
+
+
+#: The features ``summary()`` probes, each a change from the default Case.
+FEATURES = {
+    "plain (stride 2, pads 1/0)": {},
+    "groups > 1": dict(groups=2),
+    "depthwise": dict(groups="depthwise"),
+    "dilations > 1": dict(dilations=2),
+    "auto_pad same_upper": dict(auto_pad="same_upper"),
+    "output_padding < strides": dict(output_padding=1),
+    "output_padding >= strides": dict(output_padding=2, pads_end=1),
+    "output_padding >= strides + pads_end": dict(output_padding=3),
+    "shape as s32 input": dict(shape_form="s32 input"),
+}
+
+
+def summary() -> list[dict[str, Any]]:
+    """Per op and feature: what oneDNN does with it literally and what the package does."""
+    rows = []
+    for kind in _attrs.KINDS:
+        for feature, change in FEATURES.items():
+            if change.get("shape_form") and kind not in _attrs.SHAPE_ATTR:
+                continue
+            p = problem(Case(kind, **change))
+            lit, pkg = literal(p), package(p)
+            rows.append({"op": kind, "feature": feature, "native": lit.status == "native",
+                         "literal": str(lit), "package": str(pkg)})
+    return rows

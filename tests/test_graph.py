@@ -1,0 +1,129 @@
+"""The spec-level Op/Graph/Partition: the s32 shape input, the legacy op, lowerings.
+
+Truth is the functional API's result, itself checked against the reference
+in test_ops; both run the same oneDNN kernels, so results must be equal
+bit for bit.
+"""
+
+import numpy as np
+import pytest
+
+import onednn_graph as og
+from conftest import random
+
+ENGINE = og.Engine()
+STREAM = og.Stream(ENGINE)
+CTBW_ATTRS = {"strides": [2], "pads_begin": [1], "pads_end": [0], "dilations": [1],
+              "data_format": "NXC", "weights_format": "XOI"}
+
+
+def _run_single_op(kind, attrs, arrays, out_shape, shape_value=None, out_lt_shape=None):
+    """Build, compile and run one spec-level op; the shape input goes last if given."""
+    dtype = "f32"
+    lts = [og.LogicalTensor(i, dtype, a.shape) for i, a in enumerate(arrays)]
+    n = len(arrays)
+    if shape_value is not None:
+        lts.append(og.LogicalTensor(n, "s32", (len(shape_value),)))
+    out_lt = og.LogicalTensor(n + 1, dtype, out_lt_shape if out_lt_shape is not None else out_shape)
+    g = og.Graph()
+    g.add_op(og.Op(0, kind, lts, [out_lt], attrs))
+    g.finalize()
+    [p] = g.get_partitions()
+    assert {lt.id for lt in p.input_ports} == {lt.id for lt in lts}
+    engine, stream = ENGINE, STREAM
+    cp = p.compile(lts, [out_lt], engine)
+    tensors = [og.Tensor(lt, engine, a) for lt, a in zip(lts, arrays)]
+    if shape_value is not None:
+        tensors.append(og.Tensor(lts[n], engine, np.array(shape_value, np.int32)))
+    out = np.full(out_shape, np.nan, np.float32)
+    cp.execute(stream, tensors, [og.Tensor(out_lt, engine, out)])
+    return out, cp, lts, out_lt
+
+
+def test_backward_weights_shape_as_s32_input(rng):
+    x, dy = random(rng, (2, 5, 4), "f32"), random(rng, (2, 10, 6), "f32")
+    want = og.conv_transpose_backward_weights(x, dy, (3, 6, 4), **CTBW_ATTRS)
+    got, *_ = _run_single_op("ConvTransposeBackwardWeights", CTBW_ATTRS, [x, dy], (3, 6, 4),
+                             shape_value=(3, 6, 4))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_shape_input_takes_precedence_over_the_attribute(rng):
+    # The attribute says kernel 2, the input says 3: the spec says the input wins.
+    x, dy = random(rng, (2, 5, 4), "f32"), random(rng, (2, 10, 6), "f32")
+    attrs = dict(CTBW_ATTRS, weights_shape=[2, 6, 4])
+    want = og.conv_transpose_backward_weights(x, dy, (3, 6, 4), **CTBW_ATTRS)
+    got, *_ = _run_single_op("ConvTransposeBackwardWeights", attrs, [x, dy], (3, 6, 4),
+                             shape_value=(3, 6, 4))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_convolution_backward_data_dst_shape_as_s32_input_with_groups(rng):
+    # groups > 1 makes the package lower it to ConvTranspose; the s32 input still decides.
+    attrs = {"strides": [2, 2], "pads_begin": [0, 1], "pads_end": [1, 0], "dilations": [1, 1],
+             "groups": 2, "data_format": "NCX", "weights_format": "OIX"}
+    dy, w = random(rng, (1, 6, 3, 4), "f32"), random(rng, (6, 2, 3, 2), "f32")
+    want = og.convolution_backward_data(dy, w, (1, 4, 7, 7), **attrs)
+    got, *_ = _run_single_op("ConvolutionBackwardData", attrs, [dy, w], (1, 4, 7, 7),
+                             shape_value=(1, 4, 7, 7))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_shape_input_values_that_contradict_the_output_are_refused(rng):
+    # Compiled for weights (3, 6, 4); executed with a shape input saying (2, 6, 4):
+    # the input wins (spec), so the package recompiles, and the output no longer fits.
+    x, dy = random(rng, (2, 5, 4), "f32"), random(rng, (2, 10, 6), "f32")
+    out, cp, lts, out_lt = _run_single_op("ConvTransposeBackwardWeights", CTBW_ATTRS, [x, dy],
+                                          (3, 6, 4), shape_value=(3, 6, 4))
+    tensors = [og.Tensor(lt, ENGINE, a) for lt, a in zip(lts, [x, dy, np.array([2, 6, 4], np.int32)])]
+    before = out.copy()
+    with pytest.raises(ValueError, match=r"holds \(2, 6, 4\).*compiled with shape \(3, 6, 4\)"):
+        cp.execute(STREAM, tensors, [og.Tensor(out_lt, ENGINE, out)])
+    np.testing.assert_array_equal(out, before)
+
+
+@pytest.mark.parametrize("filter_format", ["OIX", "XIO"])
+def test_legacy_op_writes_the_legacy_layout(rng, filter_format):
+    x, dy = random(rng, (2, 5, 4), "f32"), random(rng, (2, 10, 6), "f32")
+    legacy_shape = (6, 4, 3) if filter_format == "OIX" else (3, 4, 6)
+    attrs = {"strides": [2], "pads_begin": [1], "pads_end": [0], "dilations": [1],
+             "data_format": "NXC", "filter_format": filter_format}
+    want = og.conv_transpose_backprop_filters(x, dy, legacy_shape, **attrs)
+    lts = [og.LogicalTensor(0, "f32", x.shape), og.LogicalTensor(1, "f32", dy.shape)]
+    out_lt = og.LogicalTensor(2, "f32", legacy_shape)
+    g = og.Graph()
+    g.add_op(og.Op(0, "ConvTransposeBackpropFilters", lts, [out_lt], attrs))
+    g.finalize()
+    [p] = g.get_partitions()
+    engine = ENGINE
+    cp = p.compile(lts, [out_lt], engine)
+    out = np.full(legacy_shape, np.nan, np.float32)
+    cp.execute(STREAM, [og.Tensor(lts[0], engine, x), og.Tensor(lts[1], engine, dy)],
+               [og.Tensor(out_lt, engine, out)])
+    np.testing.assert_array_equal(out, want)
+
+
+def test_output_padding_outside_every_kernel_window_is_refused_by_the_graph(rng):
+    # The functional API runs it on a view; a partition cannot, so Op says so.
+    x, dy = random(rng, (1, 5, 2), "f32"), random(rng, (1, 13, 3), "f32")
+    lts = [og.LogicalTensor(0, "f32", x.shape), og.LogicalTensor(1, "f32", dy.shape)]
+    out_lt = og.LogicalTensor(2, "f32", (2, 3, 2))
+    attrs = dict(CTBW_ATTRS, pads_begin=[0], output_padding=[3], weights_shape=[2, 3, 2])
+    with pytest.raises(og.UnsupportedError, match="functional API"):
+        og.Graph().add_op(og.Op(0, "ConvTransposeBackwardWeights", lts, [out_lt], attrs))
+    got = og.conv_transpose_backward_weights(x, dy, (2, 3, 2), **{k: v for k, v in attrs.items()
+                                                                  if k != "weights_shape"})
+    assert got.shape == (2, 3, 2)
+
+
+def test_stream_of_another_engine_is_a_clear_error(rng):
+    # oneDNN 3.2 itself only says invalid_arguments when it runs the kernel.
+    x, dy = random(rng, (2, 5, 4), "f32"), random(rng, (2, 10, 6), "f32")
+    out, cp, lts, out_lt = _run_single_op("ConvTransposeBackwardWeights", CTBW_ATTRS, [x, dy], (3, 6, 4),
+                                          shape_value=(3, 6, 4))
+    other = og.Engine()
+    tensors = [og.Tensor(lt, ENGINE, a) for lt, a in zip(lts, [x, dy, np.array([3, 6, 4], np.int32)])]
+    before = out.copy()
+    with pytest.raises(ValueError, match="another Engine"):
+        cp.execute(og.Stream(other), tensors, [og.Tensor(out_lt, ENGINE, out)])
+    np.testing.assert_array_equal(out, before)
