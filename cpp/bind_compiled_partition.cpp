@@ -83,7 +83,42 @@ void bind_compiled_partition(py::module_ &m) {
                 py::gil_scoped_release release;
                 c.compiled.execute(stream, ins, outs);
                 stream.wait();
-            }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"));
+            }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"))
+            .def("execute_arrays", [](const CompiledPartition &c, dnnl::stream &stream,
+                                           const py::sequence &inputs, const py::sequence &outputs) {
+                // The hot path of compiled ops: NumPy arrays in the order the
+                // partition was compiled with, no Tensor objects. Every array
+                // gets the same checks as a Tensor's; dtypes are the caller's
+                // to check (the item size is checked here).
+                if (stream.get_engine().get() != c.engine.get())
+                    throw py::value_error("execute_arrays: the stream belongs to another Engine than the "
+                            "one the partition was compiled for");
+                auto wrap = [&](const char *role, const std::vector<dg::logical_tensor> &lts,
+                                    const py::sequence &arrays, bool writes) {
+                    if (static_cast<size_t>(py::len(arrays)) != lts.size())
+                        throw py::value_error(std::string("execute_arrays: expected ") + std::to_string(lts.size())
+                                + " " + role + " arrays, got " + std::to_string(py::len(arrays)));
+                    std::vector<py::array> held;
+                    std::vector<dg::tensor> tensors;
+                    for (size_t i = 0; i < lts.size(); ++i) {
+                        py::object o = arrays[i];
+                        const std::string who = std::string("execute_arrays: ") + role + " " + std::to_string(i);
+                        if (!py::isinstance<py::array>(o)) throw py::type_error(who + " must be a numpy.ndarray");
+                        auto a = py::reinterpret_borrow<py::array>(o);
+                        check_buffer(lts[i], a, who);
+                        if (writes && !a.writeable()) throw py::value_error(who + " is read-only");
+                        tensors.emplace_back(lts[i], c.engine, const_cast<void *>(a.data()));
+                        held.push_back(std::move(a));
+                    }
+                    return std::make_pair(std::move(held), std::move(tensors));
+                };
+                auto ins = wrap("input", c.inputs, inputs, false);
+                auto outs = wrap("output", c.outputs, outputs, true);
+                py::gil_scoped_release release;
+                c.compiled.execute(stream, ins.second, outs.second);
+                stream.wait();
+            }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"),
+                    "Execute on NumPy arrays given in the compiled order (no Tensor objects).");
 }
 
 } // namespace onednn_graph

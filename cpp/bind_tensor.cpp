@@ -16,55 +16,55 @@ std::string join(const std::vector<int64_t> &v) {
     return s + (v.size() == 1 ? ",)" : ")");
 }
 
+} // namespace
+
 // The array must be exactly the memory the logical tensor describes: same
 // shape and element strides for a strided layout (size-1 axes excepted, their
 // stride never matters), or a contiguous block large enough for an opaque one.
-void check_buffer(const dg::logical_tensor &lt, const py::array &a) {
+void check_buffer(const dg::logical_tensor &lt, const py::array &a, const std::string &who) {
     const auto dt = lt.get_data_type();
     const auto itemsize = static_cast<py::ssize_t>(data_type_size(dt));
-    if (itemsize == 0) throw py::value_error("Tensor: dtype " + from_data_type(dt) + " has no buffer");
+    if (itemsize == 0) throw py::value_error(who + ": dtype " + from_data_type(dt) + " has no buffer");
     if (a.itemsize() != itemsize)
-        throw py::type_error("Tensor: array items are " + std::to_string(a.itemsize())
+        throw py::type_error(who + ": array items are " + std::to_string(a.itemsize())
                 + " bytes, the logical tensor's dtype " + from_data_type(dt) + " has "
                 + std::to_string(itemsize));
     dims shape;
     try {
         shape = lt.get_dims();
     } catch (const dnnl::error &) {
-        throw py::value_error("Tensor: the logical tensor's rank is unknown; use the compiled "
+        throw py::value_error(who + ": the logical tensor's rank is unknown; use the compiled "
                               "partition's query_logical_tensor() first");
     }
     for (auto d : shape)
-        if (d < 0 || d == DNNL_GRAPH_UNKNOWN_DIM) throw py::value_error("Tensor: the logical tensor's shape has unknown dims"
+        if (d < 0 || d == DNNL_GRAPH_UNKNOWN_DIM) throw py::value_error(who + ": the logical tensor's shape has unknown dims"
                 "; use the compiled partition's query_logical_tensor() first");
     if (lt.get_layout_type() == layout_type::strided) {
         dims ashape(a.shape(), a.shape() + a.ndim());
         if (ashape != shape)
-            throw py::value_error("Tensor: array shape " + join(ashape)
+            throw py::value_error(who + ": array shape " + join(ashape)
                     + " differs from the logical tensor's " + join(shape));
         const auto strides = lt.get_strides();
         for (py::ssize_t i = 0; i < a.ndim(); ++i) {
             if (shape[i] <= 1) continue;
             if (a.strides(i) % itemsize != 0 || a.strides(i) / itemsize != strides[i])
-                throw py::value_error("Tensor: array strides (bytes) "
+                throw py::value_error(who + ": array strides (bytes) "
                         + join(dims(a.strides(), a.strides() + a.ndim()))
                         + " do not match the logical tensor's element strides " + join(strides));
         }
         return;
     }
     if (!(a.flags() & py::array::c_style))
-        throw py::value_error("Tensor: an array for a non-strided layout must be C-contiguous");
+        throw py::value_error(who + ": an array for a non-strided layout must be C-contiguous");
     if (static_cast<size_t>(a.nbytes()) < lt.get_mem_size())
-        throw py::value_error("Tensor: array holds " + std::to_string(a.nbytes())
+        throw py::value_error(who + ": array holds " + std::to_string(a.nbytes())
                 + " bytes, the logical tensor needs " + std::to_string(lt.get_mem_size()));
 }
-
-} // namespace
 
 void bind_tensor(py::module_ &m) {
     py::class_<Tensor>(m, "Tensor", "A logical tensor bound to an array's memory, without a copy.")
             .def(py::init([](const dg::logical_tensor &lt, const dnnl::engine &engine, py::array array) {
-                check_buffer(lt, array);
+                check_buffer(lt, array, "Tensor");
                 // oneDNN reads and writes through this pointer; writes to a
                 // read-only array are refused in execute(), before they happen.
                 void *data = const_cast<void *>(array.data());

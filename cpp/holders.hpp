@@ -29,4 +29,9 @@ struct Tensor {
     dg::tensor tensor;
 };
 
+// Checks that `a` is exactly the memory `lt` describes (item size, shape and
+// element strides, or a large enough C-contiguous block for an opaque
+// layout); `who` starts the error message. Defined in bind_tensor.cpp.
+void check_buffer(const dg::logical_tensor &lt, const py::array &a, const std::string &who);
+
 } // namespace onednn_graph

@@ -26,6 +26,7 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
 
 from . import graph_json, reference, shapes
 from ._core import CompiledPartition, Engine, LogicalTensor, Stream, Tensor
+from ._compiled import CacheInfo, cache_info, clear_cache, set_cache_capacity
 from ._graph import Graph, Op, Partition
 from ._info import capabilities
 from ._version import cpu_isa, onednn_version
@@ -37,10 +38,10 @@ from .reproducer import reproducer
 from .shapes import output_shape
 
 __all__ = [
-    "CompiledPartition", "Engine", "Error", "Graph", "LogicalTensor", "Op", "Partition",
-    "Stream", "Tensor", "UnsupportedError", "capabilities", "conv_transpose",
-    "conv_transpose_backprop_filters", "conv_transpose_backward_data",
-    "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa", "graph_json",
-    "load_graph",
-    "onednn_version", "output_shape", "reference", "reproducer", "save_graph", "shapes",
+    "CacheInfo", "CompiledPartition", "Engine", "Error", "Graph", "LogicalTensor", "Op",
+    "Partition", "Stream", "Tensor", "UnsupportedError", "cache_info", "capabilities",
+    "clear_cache", "conv_transpose", "conv_transpose_backprop_filters",
+    "conv_transpose_backward_data", "conv_transpose_backward_weights",
+    "convolution_backward_data", "cpu_isa", "graph_json", "load_graph", "onednn_version",
+    "output_shape", "reference", "reproducer", "save_graph", "set_cache_capacity", "shapes",
 ]

@@ -2,15 +2,25 @@
 
 The recipe is oneDNN's ``examples/graph/cpu_single_op_partition.cpp``: strided
 logical tensors that describe the caller's arrays exactly, one op, one
-partition, compiled for the CPU engine; each call wraps the arrays in Tensors
-(no copy) and executes without the GIL.
+partition, compiled for the CPU engine; each call hands the arrays to
+``CompiledPartition.execute_arrays`` (no copy, no Tensor objects) and executes
+without the GIL.
+
+Constant inputs (``constant_weights``) get the ``constant`` property, so oneDNN
+3.2 reorders them once and keeps the result in its constant-tensor cache. That
+cache is keyed by the compiled kernel, not by the data (backend/dnnl/kernels/
+*.hpp: ``constant_key_ = this``): a compiled op with a constant input must
+therefore only ever see one buffer with one content. ``CompiledOp`` enforces it
+by owning a private read-only copy of each constant input, and constant ops are
+never shared through the cache.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
-from typing import Any, Hashable, Sequence
+from typing import Any, Hashable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -40,25 +50,31 @@ def stream() -> Any:
     return s
 
 
-def _freeze(attrs: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in attrs.items()))
-
-
-def _meta(array: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def meta(array: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(shape, element strides) as a logical tensor describes the array."""
     return tuple(array.shape), tuple(_arrays.element_strides(array))
 
 
 class CompiledOp:
-    """One op compiled for fixed dtypes, shapes and strides of its arguments."""
+    """One op compiled for fixed dtypes, shapes and strides of its arguments.
+
+    ``constants`` maps input positions to arrays that are compiled in as
+    constant (copied here, read-only); ``execute`` then takes the other inputs.
+    """
 
     def __init__(self, kind: str, attrs: dict[str, Any], dtype: str,
-                 inputs: Sequence[tuple], output: tuple) -> None:
+                 inputs: Sequence[tuple], output: tuple,
+                 constants: Optional[dict[int, np.ndarray]] = None) -> None:
         self.kind, self.attrs, self.dtype = kind, attrs, dtype
+        self.constants = {i: _private_copy(a) for i, a in (constants or {}).items()}
         n = len(inputs)
-        self.inputs = [_core.LogicalTensor(i, dtype, shape, strides)
-                       for i, (shape, strides) in enumerate(inputs)]
+        self.inputs = [
+            _core.LogicalTensor(i, dtype, shape, strides, "strided",
+                                "constant" if i in self.constants else "variable")
+            for i, (shape, strides) in enumerate(inputs)]
         self.output = _core.LogicalTensor(n, dtype, output[0], output[1])
         describe = f"{kind} ({dtype}, attrs {attrs})"
+        start = time.perf_counter()
         try:
             graph = _core.Graph("cpu", "strict")
             graph.add_op(_core.Op(0, kind, self.inputs, [self.output], attrs))
@@ -72,54 +88,95 @@ class CompiledOp:
             raise
         except Error as exc:
             raise UnsupportedError(f"oneDNN cannot compile {describe}: {exc}", exc.status) from None
+        self.compile_seconds = time.perf_counter() - start
         got = self.compiled.query_logical_tensor(n)
         if got.shape != tuple(output[0]):
             raise Error(f"oneDNN inferred output shape {got.shape} for {describe}, "
                         f"expected {tuple(output[0])}", "invalid_shape")
 
     def execute(self, inputs: Sequence[np.ndarray], output: np.ndarray) -> None:
-        e = engine()
-        ins = [_core.Tensor(lt, e, a) for lt, a in zip(self.inputs, inputs)]
-        self.compiled.execute(stream(), ins, [_core.Tensor(self.output, e, output)])
+        """Run on `inputs` (constant ones left out) writing `output`."""
+        if self.constants:
+            inputs = list(inputs)
+            for i, a in sorted(self.constants.items()):
+                inputs.insert(i, a)
+        self.compiled.execute_arrays(stream(), inputs, (output,))
+
+
+def _private_copy(array: np.ndarray) -> np.ndarray:
+    copy = np.array(array, copy=True, order="C")
+    copy.flags.writeable = False
+    return copy
+
+
+class CacheInfo(NamedTuple):
+    """Statistics of the compiled-op cache (``onednn_graph.cache_info()``)."""
+
+    hits: int
+    misses: int
+    size: int
+    capacity: int
+    compile_seconds: float  # total time spent compiling on misses
 
 
 class Cache:
-    """A bounded, thread-safe LRU of compiled ops with hit/miss statistics."""
+    """A bounded, thread-safe LRU of compiled calls, with statistics."""
 
     def __init__(self, capacity: int = 256) -> None:
-        self._items: OrderedDict[Hashable, CompiledOp] = OrderedDict()
+        self._items: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
-        self.capacity = capacity
+        self._capacity = capacity
         self.hits = self.misses = 0
+        self.compile_seconds = 0.0
 
-    def get(self, kind: str, attrs: dict[str, Any], dtype: str,
-            inputs: Sequence[np.ndarray], output: np.ndarray) -> CompiledOp:
-        in_meta = [_meta(a) for a in inputs]
-        out_meta = _meta(output)
-        key = (kind, _freeze(attrs), dtype, tuple(in_meta), out_meta)
+    def lookup(self, key: Hashable) -> Any:
         with self._lock:
-            op = self._items.get(key)
-            if op is not None:
-                self._items.move_to_end(key)
-                self.hits += 1
-                return op
-            self.misses += 1
-        op = CompiledOp(kind, attrs, dtype, in_meta, out_meta)  # compile outside the lock
+            value = self._items.get(key)
+            if value is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return value
+
+    def store(self, key: Hashable, value: Any, compile_seconds: float) -> None:
         with self._lock:
-            self._items[key] = op
-            while len(self._items) > self.capacity:
-                self._items.popitem(last=False)
-        return op
+            self.compile_seconds += compile_seconds
+            self._items[key] = value
+            self._evict()
+
+    def _evict(self) -> None:
+        while len(self._items) > self._capacity:
+            self._items.popitem(last=False)
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @capacity.setter
+    def capacity(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"cache capacity must be an int >= 0, got {value!r}")
+        with self._lock:
+            self._capacity = value
+            self._evict()
 
     def ops(self) -> list[CompiledOp]:
-        """The cached compiled ops, least recently used first."""
+        """The compiled op of each cached call, least recently used first
+        (``onednn_graph.reproducer`` writes any of them out)."""
         with self._lock:
-            return list(self._items.values())
+            return [call.op for call in self._items.values()]
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
             self.hits = self.misses = 0
+            self.compile_seconds = 0.0
+
+    def info(self) -> CacheInfo:
+        with self._lock:
+            return CacheInfo(self.hits, self.misses, len(self._items), self._capacity,
+                             self.compile_seconds)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -128,8 +185,24 @@ class Cache:
 CACHE = Cache()
 
 
-def run(kind: str, attrs: dict[str, Any], inputs: Sequence[np.ndarray], output: np.ndarray) -> np.ndarray:
-    """Compile (or reuse) and execute one op on the given arrays."""
-    dtype = _dtypes.dtype_name(output.dtype)
-    CACHE.get(kind, attrs, dtype, inputs, output).execute(inputs, output)
-    return output
+def cache_info() -> CacheInfo:
+    """Hits, misses, size, capacity and total compile time of the functional API's cache.
+
+    Examples
+    --------
+    >>> import onednn_graph as og
+    >>> og.clear_cache()
+    >>> og.cache_info().hits
+    0
+    """
+    return CACHE.info()
+
+
+def clear_cache() -> None:
+    """Drop every compiled op the functional API keeps, and zero the statistics."""
+    CACHE.clear()
+
+
+def set_cache_capacity(capacity: int) -> None:
+    """Keep at most `capacity` compiled calls (least recently used go first; 0 disables)."""
+    CACHE.capacity = capacity

@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _arrays, _attrs, _compiled, _lowering, reproducer, shapes
+from . import _attrs, _call
 
 __all__ = [
     "conv_transpose",
@@ -31,70 +31,6 @@ def _conv_attrs(strides: Spatial, pads_begin: Spatial, pads_end: Spatial, dilati
     return dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end, dilations=dilations,
                 auto_pad=auto_pad, output_padding=output_padding, groups=groups,
                 data_format=data_format, weights_format=weights_format)
-
-
-def _shape_arg(name: str, value: Any) -> Optional[tuple[int, ...]]:
-    """weights_shape / dst_shape: a sequence of ints or the spec's 1-D s32 tensor."""
-    if value is None:
-        return None
-    if isinstance(value, np.ndarray):
-        if value.dtype != np.int32 and value.dtype.kind not in "iu":
-            raise TypeError(f"{name} as an array must be int32 (the spec's s32 input), "
-                            f"got {value.dtype}")
-        if value.ndim != 1:
-            raise ValueError(f"{name} must be one-dimensional, got shape {value.shape}")
-    return _attrs.check_int_list(name, value, 1)
-
-
-def _run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
-         attrs: dict[str, Any], view_out=None) -> np.ndarray:
-    inputs = [_arrays.as_input(n, a) for n, a in zip(names, arrays)]
-    dtypes = {a.dtype for a in inputs}
-    if len(dtypes) != 1:
-        listing = ", ".join(f"{n}: {a.dtype}" for n, a in zip(names, inputs))
-        raise TypeError(f"{kind}: all tensors must share one dtype, got {listing}")
-    plan = shapes.plan(kind, [a.shape for a in inputs], **attrs)
-    native = _lowering.lower(plan, [a.shape for a in inputs])
-    if reproducer.capturing():  # og.reproducer(fn, ...): describe the call, run nothing
-        return reproducer.describe(kind, inputs, plan, native)
-    dtype = inputs[0].dtype
-    out_shape = plan.output_shape if view_out is None else view_out[0]
-    if out is None:
-        out = np.empty(out_shape, dtype)
-    else:
-        out = _arrays.check_out(out, out_shape, dtype, inputs)
-    target = out if view_out is None else out.transpose(view_out[1])
-    if not native.crop:
-        _compiled.run(native.kind, native.attrs, inputs, target)
-        return out
-    fmt = plan.attrs.data_format
-    index = _lowering.geometry_tensor(kind)
-    if index >= 0:
-        inputs[index] = _crop(inputs[index], fmt, native.crop)
-        _compiled.run(native.kind, native.attrs, inputs, target)
-        return out
-    _compiled.run(native.kind, native.attrs, inputs, _crop(target, fmt, native.crop))
-    # The left-out outputs lie outside every kernel window: dst there is the bias.
-    bias = inputs[2] if len(inputs) > 2 else np.zeros((), dtype)
-    channels_last = bias if fmt == "NXC" else bias.reshape(bias.shape + (1,) * (target.ndim - 2))
-    for axis, c in zip(_spatial_axes(fmt, target.ndim), native.crop):
-        if c:
-            index_tail = [slice(None)] * target.ndim
-            index_tail[axis] = slice(target.shape[axis] - c, None)
-            target[tuple(index_tail)] = channels_last
-    return out
-
-
-def _spatial_axes(data_format: str, ndim: int) -> range:
-    return range(1, ndim - 1) if data_format == "NXC" else range(2, ndim)
-
-
-def _crop(array: np.ndarray, data_format: str, crop: Sequence[int]) -> np.ndarray:
-    """A view of `array` without the last `crop[i]` positions of spatial axis i."""
-    index = [slice(None)] * array.ndim
-    for axis, c in zip(_spatial_axes(data_format, array.ndim), crop):
-        index[axis] = slice(0, array.shape[axis] - c)
-    return array[tuple(index)]
 
 
 def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 1,
@@ -133,8 +69,8 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     """
     attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
                         groups, data_format, weights_format)
-    arrays = [src, weights] + ([] if bias is None else [bias])
-    return _run(_attrs.CONV_TRANSPOSE, ("src", "weights", "bias"), arrays, out, attrs)
+    arrays = (src, weights) if bias is None else (src, weights, bias)
+    return _call.run(_attrs.CONV_TRANSPOSE, ("src", "weights", "bias"), arrays, out, attrs)
 
 
 def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatial = 1,
@@ -159,8 +95,8 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     """
     attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
                         groups, data_format, weights_format)
-    return _run(_attrs.CONV_TRANSPOSE_BWD_DATA, ("diff_dst", "weights"), [diff_dst, weights],
-                out, attrs)
+    return _call.run(_attrs.CONV_TRANSPOSE_BWD_DATA, ("diff_dst", "weights"), (diff_dst, weights),
+                     out, attrs)
 
 
 def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any = None, *,
@@ -186,11 +122,9 @@ def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any 
     """
     attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
                         groups, data_format, weights_format)
-    ws = _shape_arg("weights_shape", weights_shape)
-    if ws is None:
-        ws = shapes.infer_weights_shape(np.shape(src), np.shape(diff_dst), **attrs)
-    return _run(_attrs.CONV_TRANSPOSE_BWD_WEIGHTS, ("src", "diff_dst"), [src, diff_dst], out,
-                dict(attrs, weights_shape=ws))
+    attrs["weights_shape"] = weights_shape
+    return _call.run(_attrs.CONV_TRANSPOSE_BWD_WEIGHTS, ("src", "diff_dst"), (src, diff_dst), out,
+                     attrs)
 
 
 def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None, *,
@@ -217,11 +151,8 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
     """
     attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
                         groups, data_format, weights_format)
-    ds = _shape_arg("dst_shape", dst_shape)
-    if ds is None:
-        ds = shapes.infer_dst_shape(np.shape(diff_dst), np.shape(weights), **attrs)
-    return _run(_attrs.CONV_BWD_DATA, ("diff_dst", "weights"), [diff_dst, weights], out,
-                dict(attrs, dst_shape=ds))
+    attrs["dst_shape"] = dst_shape
+    return _call.run(_attrs.CONV_BWD_DATA, ("diff_dst", "weights"), (diff_dst, weights), out, attrs)
 
 
 def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
@@ -247,15 +178,9 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
     ...                                    filter_format="OIX")
     array([[[3., 3.]]], dtype=float32)
     """
-    _attrs.check_choice("filter_format", filter_format, tuple(_attrs.LEGACY_FILTER_FORMATS))
-    weights_format, ws = shapes.from_legacy_filter(filter_format, _shape_arg("filter_shape", filter_shape))
     attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
-                        groups, data_format, weights_format)
-    if ws is None:
-        ws = shapes.infer_weights_shape(np.shape(input_forward), np.shape(output_delta), **attrs)
-    to_legacy = shapes.format_permutation(weights_format, filter_format, len(ws))
-    legacy_shape = tuple(ws[p] for p in to_legacy)
-    to_current = shapes.format_permutation(filter_format, weights_format, len(ws))
-    return _run(_attrs.CONV_TRANSPOSE_BWD_WEIGHTS, ("input_forward", "output_delta"),
-                [input_forward, output_delta], out, dict(attrs, weights_shape=ws),
-                view_out=(legacy_shape, to_current))
+                        groups, data_format, "IOX")
+    del attrs["weights_format"]  # filter_format says it
+    attrs.update(filter_format=filter_format, filter_shape=filter_shape)
+    return _call.run(_attrs.LEGACY_BACKPROP_FILTERS, ("input_forward", "output_delta"),
+                     (input_forward, output_delta), out, attrs)

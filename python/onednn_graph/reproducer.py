@@ -84,7 +84,7 @@ def benchdnn_command(doc: dict, path: str) -> str:
 
 def describe(kind: str, inputs: Sequence[np.ndarray], plan: shapes.Plan,
              native: _lowering.NativeOp) -> Reproducer:
-    """The reproducer of one functional-API call (called by ops._run when capturing)."""
+    """The reproducer of one functional-API call (called by _call.prepare when capturing)."""
     dtype = _dtypes.dtype_name(inputs[0].dtype)
     lts = [_core.LogicalTensor(i, dtype, a.shape, _arrays.element_strides(a))
            for i, a in enumerate(inputs)]

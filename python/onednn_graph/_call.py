@@ -1,0 +1,205 @@
+"""One call of an op, from caller arrays and keywords to oneDNN and back.
+
+``prepare`` does everything that depends only on the call's signature (kind,
+keywords, and the shape, strides and dtype of each array): checks, shape
+inference, the lowering, compilation. The result, a ``Prepared`` call, is kept
+in ``_compiled.CACHE`` under that signature, so a repeated call costs a
+dictionary lookup and ``Prepared.run``: no checks are repeated that the
+signature already settled, and none are skipped (an array of another shape,
+strides or dtype is another signature; C++ checks every buffer again).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Hashable, Optional, Sequence
+
+import numpy as np
+
+from . import _arrays, _attrs, _compiled, _lowering, reproducer, shapes
+from ._dtypes import dtype_name
+
+
+class Prepared:
+    """A compiled call and how to hand it the caller's arrays."""
+
+    __slots__ = ("op", "output_shape", "dtype", "copy_inputs", "crop_input", "crop",
+                 "data_format", "out_perm")
+
+    def __init__(self, op: _compiled.CompiledOp, output_shape: tuple[int, ...], dtype: np.dtype,
+                 copy_inputs: tuple[bool, ...], crop_input: Optional[int], crop: tuple[int, ...],
+                 data_format: str, out_perm: Optional[tuple[int, ...]]) -> None:
+        self.op, self.output_shape, self.dtype = op, output_shape, dtype
+        self.copy_inputs, self.crop_input, self.crop = copy_inputs, crop_input, crop
+        self.data_format, self.out_perm = data_format, out_perm
+
+    def run(self, inputs: list[np.ndarray], out: np.ndarray) -> np.ndarray:
+        """Execute on checked `inputs`, writing `out` (of ``output_shape``)."""
+        target = out if self.out_perm is None else out.transpose(self.out_perm)
+        if not self.crop:
+            self.op.execute(inputs, target)
+            return out
+        fmt = self.data_format
+        if self.crop_input is not None:  # a backward op: drop diff_dst's unread tail
+            inputs = list(inputs)
+            inputs[self.crop_input] = crop(inputs[self.crop_input], fmt, self.crop)
+            self.op.execute(inputs, target)
+            return out
+        self.op.execute(inputs, crop(target, fmt, self.crop))
+        # ConvTranspose's left-out outputs lie outside every kernel window: they are the bias.
+        bias = inputs[2] if len(inputs) > 2 else np.zeros((), self.dtype)
+        per_channel = bias if fmt == "NXC" else bias.reshape(bias.shape + (1,) * (target.ndim - 2))
+        for axis, c in zip(spatial_axes(fmt, target.ndim), self.crop):
+            if c:
+                tail = [slice(None)] * target.ndim
+                tail[axis] = slice(target.shape[axis] - c, None)
+                target[tuple(tail)] = per_channel
+        return out
+
+
+def spatial_axes(data_format: str, ndim: int) -> range:
+    return range(1, ndim - 1) if data_format == "NXC" else range(2, ndim)
+
+
+def crop(array: np.ndarray, data_format: str, amounts: Sequence[int]) -> np.ndarray:
+    """A view of `array` without the last `amounts[i]` positions of spatial axis i."""
+    index = [slice(None)] * array.ndim
+    for axis, c in zip(spatial_axes(data_format, array.ndim), amounts):
+        index[axis] = slice(0, array.shape[axis] - c)
+    return array[tuple(index)]
+
+
+def _shape_arg(name: str, value: Any) -> Optional[tuple[int, ...]]:
+    """weights_shape / dst_shape / filter_shape: a sequence of ints or the spec's 1-D s32 tensor."""
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "iu":
+            raise TypeError(f"{name} as an array must be int32 (the spec's s32 input), "
+                            f"got {value.dtype}")
+        if value.ndim != 1:
+            raise ValueError(f"{name} must be one-dimensional, got shape {value.shape}")
+    return _attrs.check_int_list(name, value, 1)
+
+
+def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs: dict[str, Any],
+            out_meta: Optional[tuple] = None,
+            constant: Optional[int] = None) -> Prepared:
+    """Check, infer, lower and compile one call; `inputs` come from ``_arrays.as_input``.
+
+    `attrs` are the public keywords, the shape argument included (None when
+    it is to be inferred). `out_meta` is the (shape, element strides) of a
+    caller's `out`, None for a fresh C-contiguous result. `constant` is the
+    position of an input to compile in as constant (its data is copied).
+    """
+    dtypes = {a.dtype for a in inputs}
+    if len(dtypes) != 1:
+        listing = ", ".join(f"{n}: {a.dtype}" for n, a in zip(names, inputs))
+        raise TypeError(f"{kind}: all tensors must share one dtype, got {listing}")
+    dtype = inputs[0].dtype
+    attrs = dict(attrs)
+    out_perm = None
+    legacy_filter = None
+    if kind == _attrs.LEGACY_BACKPROP_FILTERS:
+        legacy_filter = _attrs.check_choice("filter_format", attrs.pop("filter_format"),
+                                            tuple(_attrs.LEGACY_FILTER_FORMATS))
+        weights_format, ws = shapes.from_legacy_filter(
+            legacy_filter, _shape_arg("filter_shape", attrs.pop("filter_shape")))
+        attrs["weights_format"], attrs["weights_shape"] = weights_format, ws
+        kind = _attrs.CONV_TRANSPOSE_BWD_WEIGHTS
+    shape_name = _attrs.SHAPE_ATTR.get(kind)
+    if shape_name:
+        given = _shape_arg(shape_name, attrs[shape_name])
+        if given is None:
+            infer = shapes.infer_weights_shape if kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS \
+                else shapes.infer_dst_shape
+            given = infer(inputs[0].shape, inputs[1].shape,
+                          **{k: v for k, v in attrs.items() if k != shape_name})
+        attrs[shape_name] = given
+    input_shapes = [a.shape for a in inputs]
+    plan = shapes.plan(kind, input_shapes, **attrs)
+    native = _lowering.lower(plan, input_shapes)
+    if reproducer.capturing():  # og.reproducer(fn, ...): describe the call, compile nothing
+        return reproducer.describe(kind, inputs, plan, native)
+    output_shape = tuple(plan.output_shape)
+    result_shape = output_shape
+    if legacy_filter is not None:
+        to_legacy = shapes.format_permutation(attrs["weights_format"], legacy_filter, len(output_shape))
+        result_shape = tuple(output_shape[p] for p in to_legacy)
+        out_perm = shapes.format_permutation(legacy_filter, attrs["weights_format"], len(output_shape))
+    copy_inputs = tuple(not _arrays.describable(a) for a in inputs)
+    arrays = [np.ascontiguousarray(a) if c else a for a, c in zip(inputs, copy_inputs)]
+    target = np.empty(result_shape, dtype) if out_meta is None else \
+        np.lib.stride_tricks.as_strided(np.empty(1, dtype), out_meta[0],
+                                        [s * dtype.itemsize for s in out_meta[1]])
+    if out_perm is not None:
+        target = target.transpose(out_perm)
+    crop_input = None
+    if native.crop:
+        index = _lowering.geometry_tensor(kind)
+        if index >= 0:
+            crop_input = index
+            arrays[index] = crop(arrays[index], plan.attrs.data_format, native.crop)
+        else:
+            target = crop(target, plan.attrs.data_format, native.crop)
+    constants = {constant: arrays[constant]} if constant is not None else None
+    op = _compiled.CompiledOp(native.kind, native.attrs, dtype_name(dtype),
+                              [_compiled.meta(a) for a in arrays], _compiled.meta(target),
+                              constants)
+    op.lowering = native.lowering
+    return Prepared(op, result_shape, dtype, copy_inputs, crop_input, native.crop,
+                    plan.attrs.data_format, out_perm)
+
+
+def _freeze(value: Any) -> Hashable:
+    """A hashable stand-in for a keyword value; bools, floats and ints stay distinct."""
+    t = type(value)
+    if t is int or t is str or value is None:
+        return value
+    if t is tuple or t is list:
+        if all(type(v) is int for v in value):
+            return ("seq",) + tuple(value)
+        return ("seq?", tuple(_freeze(v) for v in value))
+    if t is np.ndarray:
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
+    return (t.__qualname__, repr(value))
+
+
+def signature(kind: str, arrays: Sequence[Any], out: Any, attrs: dict[str, Any]) -> Optional[Hashable]:
+    """The cache key of a call, or None when an argument is not a plain ndarray."""
+    metas = []
+    for a in arrays:
+        if type(a) is not np.ndarray:
+            return None
+        metas.append((a.shape, a.strides, a.dtype))
+    if out is not None:
+        if type(out) is not np.ndarray:
+            return None
+        out = (out.shape, out.strides, out.dtype)
+    return (kind, tuple(metas), out, tuple([_freeze(v) for v in attrs.values()]))
+
+
+def run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
+        attrs: dict[str, Any]) -> np.ndarray:
+    """The functional API's body: find or prepare the call, then run it."""
+    if reproducer.capturing():  # no cache lookup: prepare() returns the description
+        return prepare(kind, names, [_arrays.as_input(n, a) for n, a in zip(names, arrays)], attrs)
+    key = signature(kind, arrays, out, attrs)
+    prepared = _compiled.CACHE.lookup(key) if key is not None else None
+    if prepared is None:
+        inputs = [_arrays.as_input(n, a) for n, a in zip(names, arrays)]
+        out_meta = None
+        if out is not None:
+            if not isinstance(out, np.ndarray):
+                raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
+            if _arrays.describable(out):
+                out_meta = _compiled.meta(out)
+        prepared = prepare(kind, names, inputs, attrs, out_meta)
+        if key is not None:
+            _compiled.CACHE.store(key, prepared, prepared.op.compile_seconds)
+    else:
+        inputs = [np.ascontiguousarray(a) if c else a for a, c in zip(arrays, prepared.copy_inputs)]
+    if out is None:
+        out = np.empty(prepared.output_shape, prepared.dtype)
+    else:
+        out = _arrays.check_out(out, prepared.output_shape, prepared.dtype, inputs)
+    return prepared.run(inputs, out)
