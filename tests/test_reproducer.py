@@ -73,6 +73,8 @@ def test_reproducer_of_a_compiled_op_and_of_a_graph(rng):
     r = og.reproducer(latest)
     assert r.spec == r.native and r.spec["graph"][0]["kind"] == latest.kind
     assert _runner.run(og.load_graph(r.spec), exact=True).passed
+    op = og.compile_op("ConvTranspose", src=args[0], weights=args[1], **kw)
+    assert og.reproducer(op).spec["graph"][0]["attrs"] == r.spec["graph"][0]["attrs"]
     g = og.load_graph(og.reproducer(fn, *args, **kw).spec)
     assert og.reproducer(g).spec == g.to_json()
 

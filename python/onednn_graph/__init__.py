@@ -30,6 +30,7 @@ from ._compiled import CacheInfo, cache_info, clear_cache, set_cache_capacity
 from ._graph import Graph, Op, Partition
 from ._info import capabilities
 from ._version import cpu_isa, onednn_version
+from .operation import Operation, compile_op
 from .ops import (conv_transpose, conv_transpose_backprop_filters,
                   conv_transpose_backward_data, conv_transpose_backward_weights,
                   convolution_backward_data)
@@ -39,9 +40,10 @@ from .shapes import output_shape
 
 __all__ = [
     "CacheInfo", "CompiledPartition", "Engine", "Error", "Graph", "LogicalTensor", "Op",
-    "Partition", "Stream", "Tensor", "UnsupportedError", "cache_info", "capabilities",
-    "clear_cache", "conv_transpose", "conv_transpose_backprop_filters",
-    "conv_transpose_backward_data", "conv_transpose_backward_weights",
-    "convolution_backward_data", "cpu_isa", "graph_json", "load_graph", "onednn_version",
-    "output_shape", "reference", "reproducer", "save_graph", "set_cache_capacity", "shapes",
+    "Operation", "Partition", "Stream", "Tensor", "UnsupportedError", "cache_info",
+    "capabilities", "clear_cache", "compile_op", "conv_transpose",
+    "conv_transpose_backprop_filters", "conv_transpose_backward_data",
+    "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa", "graph_json",
+    "load_graph", "onednn_version", "output_shape", "reference", "reproducer", "save_graph",
+    "set_cache_capacity", "shapes",
 ]

@@ -59,7 +59,8 @@ class CompiledOp:
     """One op compiled for fixed dtypes, shapes and strides of its arguments.
 
     ``constants`` maps input positions to arrays that are compiled in as
-    constant (copied here, read-only); ``execute`` then takes the other inputs.
+    constant; they are copied here (read-only), and every execution must be
+    handed that copy.
     """
 
     def __init__(self, kind: str, attrs: dict[str, Any], dtype: str,
@@ -95,11 +96,7 @@ class CompiledOp:
                         f"expected {tuple(output[0])}", "invalid_shape")
 
     def execute(self, inputs: Sequence[np.ndarray], output: np.ndarray) -> None:
-        """Run on `inputs` (constant ones left out) writing `output`."""
-        if self.constants:
-            inputs = list(inputs)
-            for i, a in sorted(self.constants.items()):
-                inputs.insert(i, a)
+        """Run on `inputs` (a constant one must be ``self.constants[i]`` itself) writing `output`."""
         self.compiled.execute_arrays(stream(), inputs, (output,))
 
 

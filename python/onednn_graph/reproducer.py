@@ -16,7 +16,7 @@ import json
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, Union
+from typing import Any, Sequence, Union
 
 import numpy as np
 
@@ -106,11 +106,13 @@ def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
 
     Parameters
     ----------
-    target : callable, Graph or compiled op
+    target : callable, Graph, Operation or compiled op
         A functional-API function (``og.conv_transpose``, ...) called with
         ``*args, **kwargs`` (described, not executed); a spec-level
-        :class:`Graph`; or an entry of the compiled-op cache
-        (``og._compiled.CACHE.ops()``).
+        :class:`Graph`; an :class:`Operation` from ``og.compile_op``; or an
+        entry of the compiled-op cache (``og._compiled.CACHE.ops()``). A
+        compiled op is written as it was handed to oneDNN (``spec`` equals
+        ``native``).
 
     Examples
     --------
@@ -129,6 +131,9 @@ def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
             raise TypeError("reproducer(graph) takes no further arguments")
         return Reproducer(target.to_json(), graph_json.document(
             [n.op for n in target._ops], target.engine_kind, target.fpmath_mode))
+    from .operation import Operation  # operation -> _call -> this module: import late
+    if isinstance(target, Operation):  # og.compile_op(...)'s result
+        target = target._prepared.op
     if isinstance(target, _compiled.CompiledOp):
         if args or kwargs:
             raise TypeError("reproducer(compiled_op) takes no further arguments")

@@ -1,0 +1,189 @@
+"""Compiled operations for hot loops: ``compile_op`` once, call many times.
+
+An ``Operation`` is one op compiled for fixed shapes, strides and dtype. Its
+call path does the least Python can do: a dtype check per array, the output
+allocation (or nothing, with ``out=``), and one native call that checks every
+buffer against the compiled logical tensors and executes without the GIL.
+
+``constant_weights=True`` compiles the weights in as a constant: oneDNN
+reorders them once and reuses the reordered copy. The operation keeps its own
+read-only copy of the weights (oneDNN 3.2 caches constants per compiled
+kernel, not per buffer, so changing them in place would silently give stale
+results): to use other weights, compile another operation.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _arrays, _attrs, _call, _dtypes, ops
+
+__all__ = ["Operation", "compile_op"]
+
+# The functional API defines each op's inputs (in order) and keywords (with defaults).
+_FUNCTIONS = {
+    _attrs.CONV_TRANSPOSE: (ops.conv_transpose, ("src", "weights", "bias")),
+    _attrs.CONV_TRANSPOSE_BWD_DATA: (ops.conv_transpose_backward_data, ("diff_dst", "weights")),
+    _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: (ops.conv_transpose_backward_weights, ("src", "diff_dst")),
+    _attrs.CONV_BWD_DATA: (ops.convolution_backward_data, ("diff_dst", "weights")),
+    _attrs.LEGACY_BACKPROP_FILTERS: (ops.conv_transpose_backprop_filters,
+                                     ("input_forward", "output_delta")),
+}
+
+
+def _keywords(kind: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The op's keywords with the functional API's defaults; unknown names are a TypeError."""
+    function, inputs = _FUNCTIONS[kind]
+    params = [p for name, p in inspect.signature(function).parameters.items()
+              if name not in inputs and name != "out"]
+    unknown = set(given) - {p.name for p in params}
+    if unknown:
+        raise TypeError(f"compile_op: {kind} has no input or attribute {sorted(unknown)}; "
+                        f"inputs: {inputs}, attributes: {[p.name for p in params]}")
+    return {p.name: given.get(p.name, p.default) for p in params}
+
+
+def _example(name: str, value: Any, dtype: Optional[str]) -> np.ndarray:
+    """An input given as an array, or as a shape (with ``dtype=``)."""
+    if isinstance(value, (tuple, list)) and all(isinstance(d, (int, np.integer)) and
+                                                not isinstance(d, bool) for d in value):
+        if dtype is None:
+            raise TypeError(f"compile_op: {name} is given as a shape; also give dtype=")
+        shape = _attrs.check_int_list(name, value, 0)
+        return np.lib.stride_tricks.as_strided(np.empty(1, _dtypes.numpy_dtype(dtype)), shape,
+                                               [0] * len(shape))  # shape only; never read
+    array = _arrays.as_input(name, value)
+    if dtype is not None and _dtypes.dtype_name(array.dtype) != _dtypes.dtype_name(dtype):
+        raise TypeError(f"compile_op: {name} has dtype {array.dtype}, dtype= says {dtype}")
+    return array
+
+
+def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool = False,
+               **arguments: Any) -> "Operation":
+    """Compile one op for the given input shapes, strides, dtype and attributes.
+
+    Parameters
+    ----------
+    kind : str
+        ``"ConvTranspose"``, ``"ConvTransposeBackwardData"``,
+        ``"ConvTransposeBackwardWeights"``, ``"ConvolutionBackwardData"`` or
+        ``"ConvTransposeBackpropFilters"``.
+    dtype : {"f32", "bf16", "f16"}, optional
+        Needed when inputs are given as shapes.
+    constant_weights : bool
+        Compile ``weights`` (given as an array) in as a constant; calls then
+        leave the weights out.
+    **arguments
+        The op's inputs by name (``src``, ``weights``, ``bias``, ``diff_dst``,
+        ...), each an array (its shape, strides and dtype are compiled for) or
+        a shape tuple (C-contiguous), and its attributes as the functional API
+        takes them (``strides=2``, ``weights_shape=...``).
+
+    Returns
+    -------
+    Operation
+        Call it with the inputs in order: ``op(src, weights, out=y)``.
+
+    Examples
+    --------
+    >>> import numpy as np, onednn_graph as og
+    >>> x = np.ones((1, 3, 2), np.float32)              # NXC
+    >>> w = np.ones((2, 1, 2), np.float32)              # XOI
+    >>> op = og.compile_op("ConvTranspose", src=x, weights=w, strides=2)
+    >>> op.output_shape
+    (1, 6, 1)
+    >>> op(x, w)[0, :, 0]
+    array([2., 2., 2., 2., 2., 2.], dtype=float32)
+    """
+    if kind not in _FUNCTIONS:
+        raise ValueError(f"compile_op: unknown op kind {kind!r}; expected one of {tuple(_FUNCTIONS)}")
+    names = _FUNCTIONS[kind][1]
+    inputs = {n: arguments.pop(n) for n in names if arguments.get(n) is not None}
+    attrs = _keywords(kind, arguments)
+    missing = [n for n in names if n not in inputs and n != "bias"]
+    if missing:
+        raise TypeError(f"compile_op: {kind} needs the inputs {missing}")
+    names = tuple(n for n in names if n in inputs)
+    arrays = [_example(n, inputs[n], dtype) for n in names]
+    constant = None
+    if constant_weights:
+        if "weights" not in names or _is_shape(inputs["weights"]):
+            raise ValueError(f"compile_op: constant_weights needs the weights of {kind} as an array")
+        constant = names.index("weights")
+    prepared = _call.prepare(kind, names, arrays, attrs, constant=constant)
+    return Operation(kind, names, attrs, prepared, constant)
+
+
+def _is_shape(value: Any) -> bool:
+    return isinstance(value, (tuple, list))
+
+
+class Operation:
+    """One op compiled for fixed shapes, strides and dtype (see ``compile_op``)."""
+
+    def __init__(self, kind: str, names: tuple[str, ...], attrs: dict[str, Any],
+                 prepared: _call.Prepared, constant: Optional[int]) -> None:
+        self.kind, self.attrs = kind, attrs
+        self._prepared = prepared
+        self._constant = constant
+        self.input_names = tuple(n for i, n in enumerate(names) if i != constant)
+        self._dtype = prepared.dtype
+        self._n = len(self.input_names)
+        self._copy = tuple(c for i, c in enumerate(prepared.copy_inputs) if i != constant)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return self._prepared.output_shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def lowering(self) -> str:
+        """"native", or how the op was rewritten for the linked oneDNN."""
+        return self._prepared.op.lowering
+
+    @property
+    def compile_seconds(self) -> float:
+        return self._prepared.op.compile_seconds
+
+    @property
+    def weights(self) -> Optional[np.ndarray]:
+        """The compiled-in constant weights (read-only), or None."""
+        return None if self._constant is None else self._prepared.op.constants[self._constant]
+
+    def __call__(self, *arrays: Any, out: Any = None) -> np.ndarray:
+        if len(arrays) != self._n:
+            raise TypeError(f"{self.kind} takes {self._n} inputs {self.input_names}, got {len(arrays)}")
+        p = self._prepared
+        dtype = self._dtype
+        for i, a in enumerate(arrays):
+            if type(a) is not np.ndarray or a.dtype != dtype:
+                arrays = self._convert(arrays)
+                break
+        inputs = list(arrays)
+        if any(self._copy):
+            inputs = [np.ascontiguousarray(a) if c else a for a, c in zip(inputs, self._copy)]
+        if self._constant is not None:
+            inputs.insert(self._constant, p.op.constants[self._constant])
+        if out is None:
+            out = np.empty(p.output_shape, dtype)
+        else:
+            out = _arrays.check_out(out, p.output_shape, dtype, inputs)
+        return p.run(inputs, out)
+
+    def _convert(self, arrays: tuple) -> tuple:
+        converted = tuple(_arrays.as_input(n, a) for n, a in zip(self.input_names, arrays))
+        for n, a in zip(self.input_names, converted):
+            if a.dtype != self._dtype:
+                raise TypeError(f"{self.kind}: {n} has dtype {a.dtype}, the operation was compiled "
+                                f"for {self._dtype}")
+        return converted
+
+    def __repr__(self) -> str:
+        return (f"Operation({self.kind}, inputs={self.input_names}, dtype={self._dtype}, "
+                f"output_shape={self.output_shape}, lowering={self.lowering!r})")

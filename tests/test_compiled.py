@@ -1,0 +1,170 @@
+"""The compiled-call cache, compile_op and constant weights.
+
+Truth: the functional API's results (checked against the reference in
+test_ops) — the same oneDNN kernels, so equality is exact — and, for constant
+weights, the reference itself.
+"""
+
+import numpy as np
+import pytest
+
+import onednn_graph as og
+from onednn_graph import _core, reference
+from conftest import assert_matches_reference, random
+
+
+@pytest.fixture
+def fresh_cache():
+    og.clear_cache()
+    capacity = og.cache_info().capacity
+    yield
+    og.set_cache_capacity(capacity)
+    og.clear_cache()
+
+
+def test_a_repeated_call_compiles_nothing(rng, fresh_cache):
+    x, w = random(rng, (2, 4, 4, 3), "f32"), random(rng, (2, 2, 5, 3), "f32")
+    first = og.conv_transpose(x, w, strides=2)
+    info = og.cache_info()
+    assert (info.hits, info.misses, info.size) == (0, 1, 1) and info.compile_seconds > 0
+    for _ in range(3):
+        np.testing.assert_array_equal(og.conv_transpose(x, w, strides=2), first)
+    info2 = og.cache_info()
+    assert (info2.hits, info2.misses, info2.compile_seconds) == (3, 1, info.compile_seconds)
+    # Another stride is another signature; so are other strides of the same shape.
+    og.conv_transpose(x, w, strides=1)
+    og.conv_transpose(np.asfortranarray(x), w, strides=2)
+    assert og.cache_info().misses == 3
+
+
+def test_capacity_bounds_the_cache(rng, fresh_cache):
+    og.set_cache_capacity(2)
+    x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 2, 3), "f32")
+    for s in (1, 2, 3):
+        og.conv_transpose(x, w, strides=s)
+    assert og.cache_info().size == 2
+    og.set_cache_capacity(0)
+    og.conv_transpose(x, w, strides=1)
+    assert og.cache_info().size == 0
+    with pytest.raises(ValueError, match="capacity"):
+        og.set_cache_capacity(-1)
+
+
+def test_a_bool_never_hits_the_entry_of_an_int(rng, fresh_cache):
+    # True == 1 and hash(True) == hash(1): the cache key must still tell them apart.
+    x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 2, 3), "f32")
+    og.conv_transpose(x, w, strides=1, groups=1)
+    with pytest.raises(TypeError, match="strides"):
+        og.conv_transpose(x, w, strides=True, groups=1)
+    with pytest.raises(TypeError, match="groups"):
+        og.conv_transpose(x, w, strides=1, groups=True)
+
+
+CASES = [
+    ("ConvTranspose", dict(src=(2, 5, 4), weights=(3, 6, 4), bias=(6,)), dict(strides=2)),
+    ("ConvTransposeBackwardData", dict(diff_dst=(2, 11, 6), weights=(3, 6, 4)), dict(strides=2)),
+    ("ConvTransposeBackwardWeights", dict(src=(2, 5, 4), diff_dst=(2, 11, 6)),
+     dict(strides=2, weights_shape=(3, 6, 4))),
+    ("ConvolutionBackwardData", dict(diff_dst=(2, 3, 6), weights=(3, 4, 6)),
+     dict(strides=2, dst_shape=(2, 7, 4))),
+    ("ConvTransposeBackpropFilters", dict(input_forward=(2, 5, 4), output_delta=(2, 11, 6)),
+     dict(strides=2, filter_shape=(3, 4, 6))),
+    # output_padding >= strides + pads_end: the view lowering, on ConvTranspose with bias
+    ("ConvTranspose", dict(src=(1, 4, 2), weights=(2, 3, 2), bias=(3,)),
+     dict(strides=2, output_padding=3)),
+]
+FUNCTIONS = {"ConvTranspose": og.conv_transpose,
+             "ConvTransposeBackwardData": og.conv_transpose_backward_data,
+             "ConvTransposeBackwardWeights": og.conv_transpose_backward_weights,
+             "ConvolutionBackwardData": og.convolution_backward_data,
+             "ConvTransposeBackpropFilters": og.conv_transpose_backprop_filters}
+
+
+@pytest.mark.parametrize("kind, inputs, attrs", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_compile_op_equals_the_functional_api(rng, kind, inputs, attrs, dtype):
+    arrays = [random(rng, shape, dtype) for shape in inputs.values()]
+    op = og.compile_op(kind, **dict(zip(inputs, arrays)), **attrs)
+    want = FUNCTIONS[kind](*arrays, **attrs)
+    got = op(*arrays)
+    np.testing.assert_array_equal(got, want)
+    out = np.full(op.output_shape, np.nan, got.dtype)
+    assert op(*arrays, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    # Compiled from shapes alone, it runs the same.
+    by_shape = og.compile_op(kind, dtype=dtype, **inputs, **attrs)
+    np.testing.assert_array_equal(by_shape(*arrays), want)
+
+
+def test_compile_op_refuses_what_it_was_not_compiled_for(rng):
+    x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 2, 3), "f32")
+    op = og.compile_op("ConvTranspose", src=x, weights=w, strides=2)
+    out = np.full(op.output_shape, 7.0, np.float32)
+    with pytest.raises(TypeError, match="float16"):
+        op(x.astype(np.float16), w.astype(np.float16), out=out)
+    with pytest.raises(ValueError, match="shape"):
+        op(random(rng, (1, 5, 3), "f32"), w)
+    with pytest.raises(ValueError, match="out has shape"):
+        op(x, w, out=out[:, :-1])
+    with pytest.raises(TypeError, match="takes 2 inputs"):
+        op(x)
+    assert np.all(out == 7.0)
+    with pytest.raises(TypeError, match="no input or attribute"):
+        og.compile_op("ConvTranspose", src=x, weights=w, stride=2)
+    with pytest.raises(TypeError, match="needs the inputs"):
+        og.compile_op("ConvTranspose", src=x, strides=2)
+    with pytest.raises(TypeError, match="dtype="):
+        og.compile_op("ConvTranspose", src=(1, 4, 3), weights=(2, 2, 3))
+    with pytest.raises(ValueError, match="constant_weights"):
+        og.compile_op("ConvTransposeBackwardWeights", src=x, diff_dst=x, weights_shape=(1, 1, 3),
+                      constant_weights=True)
+
+
+def test_constant_weights_are_the_operations_own(rng, dtype):
+    # oneDNN 3.2 caches a constant's reordered copy per compiled kernel, keyed
+    # by the kernel, not the data. The operation owns a read-only copy of the
+    # weights, so changing the caller's array cannot make its results stale.
+    x = random(rng, (2, 5, 5, 8), dtype)
+    w1, w2 = random(rng, (3, 3, 16, 8), dtype), random(rng, (3, 3, 16, 8), dtype)
+    op1 = og.compile_op("ConvTranspose", src=x, weights=w1, strides=2, constant_weights=True)
+    op2 = og.compile_op("ConvTranspose", src=x, weights=w2, strides=2, constant_weights=True)
+    assert op1.input_names == ("src",)
+    want1 = og.conv_transpose(x, w1, strides=2)
+    want2 = og.conv_transpose(x, w2, strides=2)
+    for _ in range(2):  # the second call reads oneDNN's cached constant
+        np.testing.assert_array_equal(op1(x), want1)
+        np.testing.assert_array_equal(op2(x), want2)
+    w1[...] = 0
+    np.testing.assert_array_equal(op1(x), want1)
+    assert not op1.weights.flags.writeable
+    with pytest.raises(ValueError):
+        op1.weights[...] = 0
+    kw = dict(strides=2)
+    assert_matches_reference(op2(x), reference.conv_transpose, (x, w2), kw, dtype, 16 * 9)
+
+
+def test_the_hazard_constant_weights_guards_against_is_real(rng):
+    # With the low-level API, a constant logical tensor whose data changes
+    # gives the old result: this is why compile_op copies the weights.
+    if not _core.get_constant_tensor_cache():
+        pytest.skip("oneDNN's constant-tensor cache is off")
+    x = random(rng, (1, 4, 4, 8), "f32")
+    w = random(rng, (2, 2, 16, 8), "f32")
+    engine = og.Engine()
+    lts = [og.LogicalTensor(0, "f32", x.shape),
+           og.LogicalTensor(1, "f32", w.shape, None, "strided", "constant")]
+    y_lt = og.LogicalTensor(2, "f32", (1, 8, 8, 16))
+    g = og.Graph()
+    g.add_op(og.Op(0, "ConvTranspose", lts, [y_lt], dict(strides=[2, 2], pads_begin=[0, 0],
+                                                         pads_end=[0, 0], dilations=[1, 1])))
+    g.finalize()
+    [p] = g.get_partitions()
+    cp = p.compile(lts, [y_lt], engine)
+    stream = og.Stream(engine)
+    first = np.empty((1, 8, 8, 16), np.float32)
+    cp.execute(stream, [og.Tensor(lts[0], engine, x), og.Tensor(lts[1], engine, w)],
+               [og.Tensor(y_lt, engine, first)])
+    w *= 2
+    second = np.empty_like(first)
+    cp.execute(stream, [og.Tensor(lts[0], engine, x), og.Tensor(lts[1], engine, w)],
+               [og.Tensor(y_lt, engine, second)])
+    np.testing.assert_array_equal(second, first)  # stale: not 2 * first
