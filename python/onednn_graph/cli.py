@@ -274,23 +274,26 @@ def cmd_info(ns: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
-def cmd_bench(ns: argparse.Namespace) -> int:
+def cmd_bench(args: list[str]) -> int:
     try:
         from ._bench import main as bench_main
     except ImportError as exc:
         print(f"onednn-graph bench: the benchmark suite (onednn_graph._bench) is not "
               f"available in this installation ({exc})", file=sys.stderr)
         return EXIT_FAIL
-    return bench_main(ns.args) or 0
+    return bench_main(args) or 0
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``onednn-graph`` console script and ``python -m onednn_graph``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:  # everything after it is the suite's (argparse would read options)
+        return cmd_bench(argv[1:])
     parser = build_parser()
     ns, extra = parser.parse_known_args(argv)
     _take_cases(parser, ns, extra)
     try:
-        return {"info": cmd_info, "run": cmd_run, "bench": cmd_bench}[ns.command](ns)
+        return {"info": cmd_info, "run": cmd_run}[ns.command](ns)
     except BrokenPipeError:  # e.g. `onednn-graph run ... | head`: the reader has gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAIL
