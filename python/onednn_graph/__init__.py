@@ -28,23 +28,26 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
         "against oneDNN; importing from the source tree does not work."
     ) from exc
 
-from . import padding, reference, shapes, torch_like
+from . import graph_json, padding, reference, shapes, torch_like
 from ._core import CompiledPartition, Engine, LogicalTensor, Stream
 from ._compiled import CacheInfo, cache_info, clear_cache, set_cache_capacity
 from ._graph import Graph, Op, Partition, Tensor
+from ._info import capabilities
 from ._version import cpu_isa, onednn_version
 from .operation import Operation, compile_op
 from .ops import (conv_transpose, conv_transpose_backprop_filters,
                   conv_transpose_backward_data, conv_transpose_backward_weights,
                   convolution_backward_data)
+from .graph_json import load_graph, save_graph
+from .reproducer import reproducer
 from .shapes import output_shape
 
 __all__ = [
     "CacheInfo", "CompiledPartition", "Engine", "Error", "Graph", "LogicalTensor", "Op",
     "Operation", "Partition", "Stream", "Tensor", "UnsupportedError", "cache_info",
-    "clear_cache", "compile_op", "conv_transpose",
+    "capabilities", "clear_cache", "compile_op", "conv_transpose",
     "conv_transpose_backprop_filters", "conv_transpose_backward_data",
-    "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa",
-    "onednn_version", "output_shape", "padding", "reference", "set_cache_capacity", "shapes",
-    "torch_like",
+    "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa", "graph_json",
+    "load_graph", "onednn_version", "output_shape", "padding", "reference", "reproducer",
+    "save_graph", "set_cache_capacity", "shapes", "torch_like",
 ]

@@ -243,7 +243,8 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
     start = time.perf_counter()
     p.function(*p.arrays, **p.kwargs, out=p.out)
     first_call = time.perf_counter() - start
-    compiled_op = compile_op(p.kind, **dict(zip(_input_names(p.kind), p.arrays)), **p.kwargs)
+    inputs: dict[str, Any] = dict(zip(_input_names(p.kind), p.arrays))
+    compiled_op = compile_op(p.kind, **inputs, **p.kwargs)
     systems: dict[str, Callable[[int], float]] = {
         "functional": lambda n: _timed(lambda: p.function(*p.arrays, **p.kwargs, out=p.out), n),
         "compiled": lambda n: _timed(lambda: compiled_op(*p.arrays, out=p.out), n),
@@ -267,7 +268,7 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
             samples[name].append(systems[name](batch[name]))
     if floor is not None:
         floor.close()
-    result = {name: float(np.median(v)) for name, v in samples.items()}
+    result: dict[str, Any] = {name: float(np.median(v)) for name, v in samples.items()}
     result["first_call"] = first_call
     result["compile_cpp"] = floor.compile_ms * 1e-3 if floor is not None else None
     result["lowering"] = compiled_op.lowering

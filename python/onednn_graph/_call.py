@@ -15,7 +15,7 @@ from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
-from . import _arrays, _attrs, _compiled, _lowering, shapes
+from . import _arrays, _attrs, _compiled, _lowering, reproducer, shapes
 from ._dtypes import dtype_name
 
 
@@ -118,6 +118,8 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
     input_shapes = [a.shape for a in inputs]
     plan = shapes.plan(kind, input_shapes, **attrs)
     native = _lowering.lower(plan, input_shapes)
+    if reproducer.capturing():  # og.reproducer(fn, ...): describe the call, compile nothing
+        return reproducer.describe(kind, inputs, plan, native)  # type: ignore[return-value]
     output_shape = tuple(plan.output_shape)
     result_shape = output_shape
     if legacy_filter is not None:
@@ -183,6 +185,8 @@ def run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
     Returns a new NumPy array, or the caller's own `out` object (an ndarray,
     a torch tensor, ...) written in place.
     """
+    if reproducer.capturing():  # no cache lookup: prepare() returns the description
+        return prepare(kind, names, [_arrays.as_input(n, a) for n, a in zip(names, arrays)], attrs)
     key = signature(kind, arrays, out, attrs)
     prepared = _compiled.CACHE.lookup(key) if key is not None else None
     if prepared is None:

@@ -159,6 +159,12 @@ class Cache:
             self._capacity = value
             self._evict()
 
+    def ops(self) -> list[CompiledOp]:
+        """The compiled op of each cached call, least recently used first
+        (``onednn_graph.reproducer`` writes any of them out)."""
+        with self._lock:
+            return [call.op for call in self._items.values()]
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

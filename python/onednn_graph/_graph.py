@@ -126,7 +126,7 @@ class _Native:
             kw = dict(attrs, **({shape_name: shape_value} if shape_name else {}))
             plan = shapes.plan(kind, [t.shape for t in inputs], **kw)
             native = _lowering.lower(plan, [t.shape for t in inputs])
-            if native.crop:
+            if any(native.crop):  # a tuple of zeros means no crop
                 raise UnsupportedError(
                     f"{op.kind} op {op.id}: output_padding >= strides + pads_end needs a view "
                     "that leaves out positions outside every kernel window, which a partition "
@@ -231,6 +231,11 @@ class Graph:
     @property
     def is_finalized(self) -> bool:
         return self._native.is_finalized
+
+    def to_json(self) -> dict:
+        """The graph in oneDNN's JSON format (see :func:`onednn_graph.graph_json.to_json`)."""
+        from . import graph_json  # graph_json builds Graphs: import it only when used
+        return graph_json.to_json(self)
 
     def get_partitions(self, policy: str = "fusion") -> list["Partition"]:
         return [Partition(p, [n for n in self._ops if n.source.id in p.op_ids])

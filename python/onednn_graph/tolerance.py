@@ -11,6 +11,11 @@ is within u*|y|), plus the standard bound for a float32 sum of ``terms``
 products (Higham, Accuracy and Stability of Numerical Algorithms, 3.1).
 ``sum_i |x_i w_i|`` is the reference applied to the inputs' absolute values.
 The tests, the support-matrix script and the command-line driver all use it.
+
+Exact mode (the driver's ``--mode exact``) fills small integers, as benchdnn
+does, chosen by :func:`exact_range` so that every partial sum is an integer
+below 2**24: oneDNN's f32 accumulator then holds the exact sum and both sides
+round the same number to the dtype, so the results must be identical.
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ import numpy as np
 
 from . import _attrs, shapes
 
-__all__ = ["UNIT_ROUNDOFF", "accumulation_terms", "Comparison", "compare"]
+__all__ = ["UNIT_ROUNDOFF", "accumulation_terms", "Comparison", "compare", "exact_range"]
 
 UNIT_ROUNDOFF = {"f32": 2.0**-24, "bf16": 2.0**-8, "f16": 2.0**-11}
+F32_EXACT_INTEGERS = 2**24  # every integer up to this is an f32
 
 
 def accumulation_terms(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> int:
@@ -33,7 +39,9 @@ def accumulation_terms(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]])
     first = input_shapes[0]
     if a.kind == _attrs.CONV_TRANSPOSE:  # over C_in/g channels and the taps, + bias
         return shapes.data_channels(a.data_format, first) // a.groups * kernel + 1
-    if a.kind in (_attrs.CONV_TRANSPOSE_BWD_DATA, _attrs.CONV_BWD_DATA):  # over diff_dst channels
+    # Over the first input's channels: diff_dst's, or src's for the forward
+    # Convolution a dilated ConvTransposeBackwardData runs as.
+    if a.kind in (_attrs.CONV_TRANSPOSE_BWD_DATA, _attrs.CONV_BWD_DATA, "Convolution"):
         return shapes.data_channels(a.data_format, first) // a.groups * kernel
     # Backward weights: over the batch and every diff_dst position.
     diff_dst = input_shapes[1]
@@ -67,11 +75,25 @@ class Comparison:
 
 
 def compare(got: np.ndarray, ref_fn: Callable[..., np.ndarray], args: Sequence[Any],
-            kwargs: dict[str, Any], dtype: str, terms: int) -> Comparison:
-    """oneDNN's `got` against ``ref_fn(*args, **kwargs)`` with the bound above."""
+            kwargs: dict[str, Any], dtype: str, terms: int, exact: bool = False) -> Comparison:
+    """oneDNN's `got` against ``ref_fn(*args, **kwargs)`` with the bound above
+    (with `exact`, a bound of 0: see the module docstring)."""
     ref = ref_fn(*args, **kwargs).astype(np.float64)
-    mag = ref_fn(*[np.abs(np.asarray(a).astype(np.float64)) for a in args], **kwargs).astype(np.float64)
-    tol = 2 * UNIT_ROUNDOFF[dtype] * np.abs(ref) + terms * 2.0**-24 * mag + 1e-30
+    if exact:
+        tol = np.zeros_like(ref)
+    else:
+        mag = ref_fn(*[np.abs(np.asarray(a).astype(np.float64)) for a in args],
+                     **kwargs).astype(np.float64)
+        tol = 2 * UNIT_ROUNDOFF[dtype] * np.abs(ref) + terms * 2.0**-24 * mag + 1e-30
     if got.shape != ref.shape:
         raise ValueError(f"result shape {got.shape} differs from the reference's {ref.shape}")
     return Comparison(got, ref, tol)
+
+
+def exact_range(terms: int) -> int:
+    """The largest r <= 4 such that sums of `terms` products of integers in
+    [-r, r] stay below 2**24 (so an f32 accumulator is exact); at least 1."""
+    r = 4
+    while r > 1 and terms * r * r >= F32_EXACT_INTEGERS:
+        r -= 1
+    return r

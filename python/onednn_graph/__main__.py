@@ -1,0 +1,7 @@
+"""``python -m onednn_graph``: the ``onednn-graph`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,59 @@
+"""Size of a problem: each op as the ConvTranspose it is equivalent to.
+
+All four operations compute the products of one ConvTranspose: ConvTranspose
+itself, ConvTransposeBackwardData (the ConvTranspose whose src is diff_src),
+ConvTransposeBackwardWeights (same src, dst = diff_dst) and
+ConvolutionBackwardData (a ConvTranspose of diff_dst producing diff_src). Its
+FLOP count follows from that one description (the accumulation length the
+tolerances need is ``tolerance.accumulation_terms``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from . import _attrs, shapes
+
+
+@dataclass(frozen=True)
+class Problem:
+    """The equivalent ConvTranspose: batch, src/dst channels, groups, kernel, src spatial."""
+
+    n: int
+    c_src: int
+    c_dst: int
+    groups: int
+    kernel: tuple[int, ...]
+    src_spatial: tuple[int, ...]
+
+    @property
+    def flops(self) -> int:
+        """2 * N * C_src * (C_dst/groups) * prod(K) * prod(src spatial): one
+        multiply and one add per product (benchdnn's convention)."""
+        return (2 * self.n * self.c_src * (self.c_dst // self.groups)
+                * math.prod(self.kernel) * math.prod(self.src_spatial))
+
+
+def problem(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> Problem:
+    """The equivalent ConvTranspose of a planned op (``shapes.plan``) on these inputs.
+
+    >>> p = shapes.plan("ConvTranspose", [(1, 4, 5), (4, 3, 2)], data_format="NCX",
+    ...                 weights_format="IOX")
+    >>> problem(p, [(1, 4, 5), (4, 3, 2)]).flops   # 2 * 1 * 4 * 3 * 2 * 5
+    240
+    """
+    a = plan.attrs
+    first, out = tuple(input_shapes[0]), tuple(plan.output_shape)
+    src, dst = {
+        _attrs.CONV_TRANSPOSE: (first, out),
+        _attrs.CONV_TRANSPOSE_BWD_DATA: (out, first),
+        _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: (first, tuple(input_shapes[1]) if len(input_shapes) > 1 else ()),
+        _attrs.CONV_BWD_DATA: (first, out),
+        "Convolution": (out, first),  # the forward convolution is ConvTranspose's adjoint
+    }[a.kind]
+    fmt = a.data_format
+    return Problem(src[0], shapes.data_channels(fmt, src), shapes.data_channels(fmt, dst),
+                   a.groups, tuple(plan.kernel), tuple(shapes.data_spatial(fmt, src)))
+

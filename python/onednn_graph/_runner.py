@@ -1,0 +1,192 @@
+"""Run a loaded graph on oneDNN and check it against the reference, or time it.
+
+The graph goes through the spec-level objects (``_graph``: finalize, get
+partitions, compile, execute), so lowerings apply exactly as for a user's own
+Graph. Inputs are seeded random values in [-1, 1) rounded to their dtype, or
+in exact mode small integers (as benchdnn fills its inputs) for which an f32
+accumulator is exact. Outputs start as NaN, so an element oneDNN never writes
+fails the check. Each op is compared with ``reference`` on the very inputs
+oneDNN read, with ``tolerance``'s bound.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _attrs, _compiled, _cost, _dtypes, _graph, reference, shapes, tolerance
+from ._core import Tensor
+from .errors import UnsupportedError
+
+REFERENCE = {
+    _attrs.CONV_TRANSPOSE: reference.conv_transpose,
+    _attrs.CONV_TRANSPOSE_BWD_DATA: reference.conv_transpose_backward_data,
+    _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: reference.conv_transpose_backward_weights,
+    _attrs.CONV_BWD_DATA: reference.convolution_backward_data,
+    _attrs.LEGACY_BACKPROP_FILTERS: reference.conv_transpose_backprop_filters,
+    "Convolution": reference.convolution,  # what a dilated ConvTransposeBackwardData runs as
+}
+
+
+@dataclass
+class OpCheck:
+    """One op's comparison with the reference."""
+
+    op_id: int
+    kind: str
+    dtype: str
+    terms: int
+    comparison: tolerance.Comparison
+
+
+@dataclass
+class Result:
+    """What one run of a graph gave."""
+
+    passed: Optional[bool]                # None in perf mode
+    checks: list[OpCheck] = field(default_factory=list)
+    compile_ms: float = 0.0
+    median_ms: Optional[float] = None
+    flops: int = 0
+    lowerings: list[str] = field(default_factory=list)
+
+    @property
+    def gflops(self) -> Optional[float]:
+        return self.flops / self.median_ms / 1e6 if self.median_ms else None
+
+
+@dataclass
+class _Call:
+    """An op as a reference call: function, input ids, keyword arguments, plan."""
+
+    fn: Any
+    input_ids: list[int]
+    kwargs: dict[str, Any]
+    plan: shapes.Plan
+    input_shapes: list[tuple[int, ...]]
+
+
+def _call(op: _graph.Op) -> _Call:
+    kind, attrs = op.kind, op.attrs
+    ids = [t.id for t in op.inputs]
+    shape_attr = "filter_shape" if kind == _attrs.LEGACY_BACKPROP_FILTERS else _attrs.SHAPE_ATTR.get(kind)
+    if shape_attr:
+        ids = ids[:2]  # an s32 shape input gives what the output shape already says
+        attrs.setdefault(shape_attr, list(op.outputs[0].shape))
+    in_shapes = [tuple(t.shape) for t in op.inputs[:len(ids)]]
+    plan_kind, plan_kw = kind, dict(attrs)
+    if kind == _attrs.LEGACY_BACKPROP_FILTERS:
+        fmt = plan_kw.pop("filter_format", "XIO")
+        plan_kw["weights_format"], plan_kw["weights_shape"] = shapes.from_legacy_filter(
+            fmt, plan_kw.pop("filter_shape"))
+        plan_kind = _attrs.CONV_TRANSPOSE_BWD_WEIGHTS
+    return _Call(REFERENCE[kind], ids, attrs, shapes.plan(plan_kind, in_shapes, **plan_kw),
+                 in_shapes)
+
+
+def strided_array(lt: Any, fill: float = 0.0) -> np.ndarray:
+    """An array with exactly `lt`'s shape and element strides (any positive strides)."""
+    dtype = _dtypes.numpy_dtype(lt.dtype)
+    shape, strides = tuple(lt.shape), tuple(lt.strides)
+    size = 1 + sum((d - 1) * s for d, s in zip(shape, strides)) if all(shape) else 0
+    buffer = np.full(max(size, 1), fill, dtype)
+    return np.lib.stride_tricks.as_strided(buffer, shape, [s * dtype.itemsize for s in strides])
+
+
+def check_runnable(graph: _graph.Graph) -> None:
+    """ValueError unless every op is one the driver can check, with known shapes."""
+    for op in graph.ops:
+        if op.kind not in REFERENCE:
+            raise ValueError(f"op {op.id} is a {op.kind}; the driver runs graphs of "
+                             f"{', '.join(REFERENCE)} (the ops the reference covers)")
+        for t in op.inputs + op.outputs:
+            if t.shape is None or any(d < 0 for d in t.shape) or t.strides is None:
+                raise ValueError(f"op {op.id}: tensor {t.id} needs a known shape and strides "
+                                 "(give them with --in-shapes)")
+
+
+def _fill(rng: np.random.Generator, lt: Any, exact_r: Optional[int]) -> np.ndarray:
+    a = strided_array(lt)
+    if exact_r is None:
+        a[...] = rng.uniform(-1, 1, size=a.shape)
+    else:
+        a[...] = rng.integers(-exact_r, exact_r + 1, size=a.shape)
+    return a
+
+
+def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat: int = 10,
+        seed: int = 0) -> Result:
+    """Execute `graph` once (correctness) or `repeat` times (perf) on oneDNN.
+
+    Raises ValueError for a graph the driver cannot run, UnsupportedError when
+    oneDNN returns a partition it does not support, and onednn_graph.Error when
+    compiling or executing fails.
+    """
+    check_runnable(graph)
+    calls = {op.id: _call(op) for op in graph.ops}
+    lts = {t.id: t for op in graph.ops for t in op.inputs + op.outputs}
+    produced = {t.id for op in graph.ops for t in op.outputs}
+    terms = {oid: tolerance.accumulation_terms(c.plan, c.input_shapes) for oid, c in calls.items()}
+    if not graph.is_finalized:
+        graph.finalize()
+    partitions = graph.get_partitions()
+    bad = [p for p in partitions if not p.is_supported]
+    if bad:
+        raise UnsupportedError(f"oneDNN does not support the partition(s) of op(s) "
+                               f"{sorted(i for p in bad for i in p.op_ids)}")
+    rng = np.random.default_rng(seed)
+    arrays: dict[int, np.ndarray] = {}
+    for op in graph.ops:
+        call = calls[op.id]
+        r = tolerance.exact_range(terms[op.id]) if exact else None
+        for i, t in enumerate(op.inputs):
+            if t.id in produced or t.id in arrays:
+                continue
+            if i >= len(call.input_ids):  # the s32 shape input
+                arrays[t.id] = np.asarray(op.outputs[0].shape, np.int32)
+            else:
+                arrays[t.id] = _fill(rng, t, r)
+    for tid in produced:
+        arrays[tid] = strided_array(lts[tid], np.nan)
+
+    engine, stream = _compiled.engine(), _compiled.stream()
+    result = Result(passed=None)
+    steps = []
+    for p in partitions:
+        ins = [lts[port.id] for port in p.input_ports]
+        outs = [lts[port.id] for port in p.output_ports]
+        start = time.perf_counter()
+        compiled = p.compile(ins, outs, engine)
+        result.compile_ms += (time.perf_counter() - start) * 1e3
+        steps.append((compiled, ins, outs))
+    bound = [(c, [Tensor(t, engine, arrays[t.id]) for t in ins],
+              [Tensor(t, engine, arrays[t.id]) for t in outs]) for c, ins, outs in steps]
+
+    def execute() -> None:
+        for compiled, ins, outs in bound:
+            compiled.execute(stream, ins, outs)
+
+    execute()
+    result.lowerings = [f"op {n.source.id}: {n.lowering}" for n in graph._ops
+                        if getattr(n, "lowering", "native") != "native"]
+    result.flops = sum(_cost.problem(c.plan, c.input_shapes).flops for c in calls.values())
+    if perf:
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            execute()
+            times.append((time.perf_counter() - start) * 1e3)
+        result.median_ms = statistics.median(times)
+        return result
+    for op in graph.ops:
+        call, out = calls[op.id], op.outputs[0]
+        args = [arrays[i] for i in call.input_ids]
+        cmp = tolerance.compare(arrays[out.id], call.fn, args, call.kwargs, out.dtype,
+                                terms[op.id], exact)
+        result.checks.append(OpCheck(op.id, op.kind, out.dtype, terms[op.id], cmp))
+    result.passed = all(c.comparison.ok for c in result.checks)
+    return result

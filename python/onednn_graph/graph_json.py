@@ -1,0 +1,353 @@
+"""oneDNN's JSON graph format: read it into a Graph, write a Graph back.
+
+The format is the one oneDNN writes with ``ONEDNN_GRAPH_DUMP=graph``
+(``Graph::serialize`` in ``src/graph/interface/graph.hpp``) and benchdnn's
+graph driver reads (``tests/benchdnn/graph/deserialize.cpp``): ``version``,
+``engine_kind``, ``fpmath_mode``, optional ``input_ports``/``output_ports``
+(written since oneDNN 3.2, present in files of format 3.7.0) and ``graph``, a
+list of ops with ``id``, ``name``, ``kind``, typed ``attrs`` and ``inputs`` /
+``outputs`` logical tensors (``id``, ``dtype``, ``shape``, ``stride``,
+``layout_type``, ``property_type``).
+
+Quirks of real files handled here: every attribute is ``{"type": ...,
+"value": ...}`` and benchdnn's reader only sees the value when ``type`` comes
+first, so the writer keeps that order; ``output_padding`` is dumped with 12
+entries (oneDNN's default is ``DNNL_MAX_NDIMS`` zeros), of which only the
+first spatial-rank ones mean anything; ``auto_pad`` is spelled ``None`` /
+``SAME_UPPER``; an unknown shape or stride is written as ``[INT64_MIN]``
+(``DNNL_GRAPH_UNKNOWN_DIM``).
+
+Reading and writing are exact inverses on the package's Graph: a load, save,
+load round trip gives the same ops, attributes and logical tensors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, NoReturn, Union
+
+from . import _attrs, _core, _graph, _lowering
+
+__all__ = ["load_graph", "save_graph", "to_json", "from_json", "FORMAT_VERSION"]
+
+#: The version the writer puts in files: the format of oneDNN 3.2's own writer
+#: (input_ports/output_ports included), which every later reader accepts.
+FORMAT_VERSION = "3.2.0"
+# Format versions this reader knows: the Graph API preview (0.x) and oneDNN 3.x.
+_KNOWN_MAJORS = (0, 3)
+UNKNOWN_DIM = -(2**63)  # DNNL_GRAPH_UNKNOWN_DIM in oneDNN 3.x
+_ATTR_TYPES = {"s64": "s64", "s64 list": "s64[]", "f32": "f32", "f32 list": "f32[]",
+               "bool": "bool", "string": "string"}
+# Attributes of the legacy ConvTransposeBackpropFilters, unknown to oneDNN 3.2.
+_LEGACY_ATTR_TYPES = {"filter_format": "string", "filter_shape": "s64[]"}
+_LT_FIELDS = ("id", "dtype", "shape", "stride", "layout_type", "property_type")
+
+PathOrDict = Union[str, "os.PathLike[str]", dict]
+
+
+class _Reader:
+    """Reads one document; every error names the file and the JSON field."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, field: str, message: str) -> NoReturn:
+        raise ValueError(f"{self.source}: {field}: {message}")
+
+    def get(self, obj: dict, key: str, field: str, kind: type, default: Any = ...) -> Any:
+        if key not in obj:
+            if default is ...:
+                self.fail(field, f"missing field {key!r}")
+            return default
+        value = obj[key]
+        if not _is(value, kind):
+            self.fail(f"{field}.{key}" if field else key,
+                      f"expected {_KIND_NAMES[kind]}, got {json.dumps(value)[:60]}")
+        return value
+
+    def version(self, doc: dict) -> str:
+        text = self.get(doc, "version", "", str)
+        parts = text.split(".")
+        if not (len(parts) == 3 and all(p.isdigit() for p in parts)):
+            self.fail("version", f"{text!r} is not MAJOR.MINOR.PATCH")
+        if int(parts[0]) not in _KNOWN_MAJORS:
+            self.fail("version", f"unknown format version {text!r}; this reader knows the "
+                      "formats of oneDNN's Graph API 0.x and 3.x")
+        return text
+
+    def int_list(self, value: Any, field: str) -> list[int]:
+        if not _is(value, list) or not all(_is(v, int) for v in value):
+            self.fail(field, f"expected a list of ints, got {json.dumps(value)[:60]}")
+        return value
+
+    def logical_tensor(self, obj: Any, field: str) -> Any:
+        if not _is(obj, dict):
+            self.fail(field, "expected an object")
+        extra = sorted(set(obj) - set(_LT_FIELDS))
+        if extra:
+            self.fail(f"{field}.{extra[0]}", f"unknown field; a logical tensor has "
+                      f"{', '.join(_LT_FIELDS)}")
+        tid = self.get(obj, "id", field, int)
+        dtype = self.get(obj, "dtype", field, str)
+        shape = _dims(self.int_list(self.get(obj, "shape", field, list), f"{field}.shape"))
+        stride = _dims(self.int_list(self.get(obj, "stride", field, list, [UNKNOWN_DIM]),
+                                     f"{field}.stride"))
+        layout = self.get(obj, "layout_type", field, str, "strided")
+        prop = self.get(obj, "property_type", field, str, "undef")
+        if layout == "strided" and shape is not None and stride is not None \
+                and len(stride) != len(shape):
+            self.fail(f"{field}.stride", f"{len(stride)} entries for {len(shape)} dimensions")
+        strides = stride if layout == "strided" and shape is not None and stride is not None \
+            and all(s >= 0 for s in stride) else None
+        try:
+            return _core.LogicalTensor(tid, dtype, shape, strides, layout, prop)
+        except (TypeError, ValueError) as exc:
+            self.fail(field, str(exc))
+
+    def attrs(self, kind: str, obj: Any, field: str, rank: int) -> dict[str, Any]:
+        if not _is(obj, dict):
+            self.fail(field, "expected an object of name: {type, value}")
+        known = _attr_types(kind)
+        out = {}
+        for name, entry in obj.items():
+            where = f"{field}.{name}"
+            if name not in known:
+                self.fail(where, f"unknown attribute of {kind}"
+                          + (f"; it takes {', '.join(sorted(known))}" if len(known) < 20 else ""))
+            if not _is(entry, dict) or set(entry) != {"type", "value"}:
+                self.fail(where, 'expected {"type": ..., "value": ...}')
+            declared, value = entry["type"], entry["value"]
+            if declared != known[name]:
+                self.fail(f"{where}.type", f"{declared!r}, but oneDNN stores {name} as "
+                          f"{known[name]!r}")
+            if not _typed(declared, value):
+                self.fail(f"{where}.value", f"{json.dumps(value)[:60]} is not a {declared}")
+            if name == "output_padding" and kind in _graph._CONV_KINDS and rank >= 1 \
+                    and len(value) > rank:
+                # oneDNN dumps its DNNL_MAX_NDIMS-long default; only the first
+                # spatial-rank entries mean anything, the rest must be zeros.
+                if any(value[rank:]):
+                    self.fail(f"{where}.value", f"entries past the {rank} spatial axes must be "
+                              f"0, got {value}")
+                value = value[:rank]
+            out[name] = value
+        return out
+
+    def op(self, obj: Any, field: str) -> _graph.Op:
+        if not _is(obj, dict):
+            self.fail(field, "expected an object")
+        kind = self.get(obj, "kind", field, str)
+        if kind not in _known_kinds():
+            self.fail(f"{field}.kind", f"unknown op kind {kind!r}")
+        oid = self.get(obj, "id", field, int)
+        name = self.get(obj, "name", field, str, "")
+        inputs = [self.logical_tensor(t, f"{field}.inputs[{i}]")
+                  for i, t in enumerate(self.get(obj, "inputs", field, list))]
+        outputs = [self.logical_tensor(t, f"{field}.outputs[{i}]")
+                   for i, t in enumerate(self.get(obj, "outputs", field, list))]
+        rank = inputs[0].ndim - 2 if inputs else -1
+        attrs = self.attrs(kind, self.get(obj, "attrs", field, dict, {}), f"{field}.attrs", rank)
+        try:
+            return _graph.Op(oid, kind, inputs, outputs, attrs, name)
+        except (TypeError, ValueError) as exc:
+            self.fail(field, f"{kind} op {oid}: {exc}")
+
+
+def _is(value: Any, kind: type) -> bool:
+    # JSON's true/false are not ints here, and ints are not floats' only form.
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+_KIND_NAMES = {int: "an int", str: "a string", list: "a list", dict: "an object"}
+
+
+def _typed(declared: str, value: Any) -> bool:
+    scalar = {"s64": int, "f32": float, "bool": bool, "string": str}
+    if declared.endswith("[]"):
+        return _is(value, list) and all(_is(v, scalar[declared[:-2]]) for v in value)
+    return _is(value, scalar[declared])
+
+
+def _dims(values: list[int]) -> Any:
+    """oneDNN's dims -> the package's: [INT64_MIN] is an unknown rank, and an
+    INT64_MIN entry an unknown dim (-1)."""
+    if values == [UNKNOWN_DIM]:
+        return None
+    return [-1 if v == UNKNOWN_DIM else v for v in values]
+
+
+def _known_kinds() -> set[str]:
+    return set(_core.op_kinds()) | {_attrs.LEGACY_BACKPROP_FILTERS}
+
+
+def _attr_types(kind: str) -> dict[str, str]:
+    """Attribute name -> JSON type for `kind` (the spec's schema for the package's ops)."""
+    native = {name: _ATTR_TYPES[t] for name, t in _core.attr_types().items()}
+    if kind in _graph._CONV_KINDS:
+        types = dict(native, **_LEGACY_ATTR_TYPES)
+        return {name: types[name] for name in _attrs.schema(kind)}
+    return native
+
+
+def from_json(doc: dict, source: str = "<dict>") -> _graph.Graph:
+    """A Graph from an already parsed JSON document; `source` names it in errors."""
+    r = _Reader(source)
+    if not _is(doc, dict):
+        r.fail("(top level)", "expected a JSON object")
+    r.version(doc)
+    engine_kind = r.get(doc, "engine_kind", "", str, "cpu")
+    if engine_kind != "cpu":
+        r.fail("engine_kind", f"{engine_kind!r}: the package runs on the CPU engine only")
+    fpmath = r.get(doc, "fpmath_mode", "", str, "strict")
+    ops = r.get(doc, "graph", "", list)
+    if not ops:
+        r.fail("graph", "the graph has no ops")
+    try:
+        graph = _graph.Graph(engine_kind, fpmath)
+    except (TypeError, ValueError) as exc:
+        r.fail("fpmath_mode", str(exc))
+    seen: set[int] = set()
+    for i, obj in enumerate(ops):
+        op = r.op(obj, f"graph[{i}]")
+        if op.id in seen:
+            r.fail(f"graph[{i}].id", f"op id {op.id} appears twice")
+        seen.add(op.id)
+        try:
+            graph.add_op(op)
+        except (TypeError, ValueError) as exc:
+            message = str(exc)
+            r.fail(f"graph[{i}]", message if message.startswith(op.kind)
+                   else f"{op.kind} op {op.id}: {message}")
+        # onednn_graph.Error (e.g. UnsupportedError) propagates: the file is
+        # fine, the linked oneDNN cannot take the op; its message names the op.
+    ids = {t.id for op in graph.ops for t in op.inputs + op.outputs}
+    for key in ("input_ports", "output_ports"):
+        for j, port in enumerate(r.int_list(doc.get(key, []), key)):
+            if port not in ids:
+                r.fail(f"{key}[{j}]", f"no logical tensor has id {port}")
+    return graph
+
+
+def load_graph(path_or_dict: PathOrDict) -> _graph.Graph:
+    """Read a graph in oneDNN's JSON format.
+
+    Parameters
+    ----------
+    path_or_dict : str, os.PathLike or dict
+        A JSON file written by oneDNN (``ONEDNN_GRAPH_DUMP=graph``), by
+        benchdnn's inputs or by :func:`save_graph`, or its parsed content.
+
+    Returns
+    -------
+    Graph
+        Not finalized; its ops keep their ids, names, attributes and logical
+        tensors (``output_padding`` trimmed to the spatial rank).
+
+    Raises
+    ------
+    ValueError
+        For an unknown version, op kind or attribute, a wrong attribute type
+        or a malformed field; the message names the file and the field
+        (e.g. ``case.json: graph[0].attrs.paddings: unknown attribute``).
+
+    Examples
+    --------
+    >>> import onednn_graph as og
+    >>> g = og.load_graph({"version": "3.0.0", "graph": [{"id": 0, "kind": "ConvTranspose",
+    ...     "attrs": {"strides": {"type": "s64[]", "value": [2]},
+    ...               "pads_begin": {"type": "s64[]", "value": [0]},
+    ...               "pads_end": {"type": "s64[]", "value": [0]},
+    ...               "dilations": {"type": "s64[]", "value": [1]},
+    ...               "data_format": {"type": "string", "value": "NCX"},
+    ...               "weights_format": {"type": "string", "value": "IOX"}},
+    ...     "inputs": [{"id": 0, "dtype": "f32", "shape": [1, 1, 3], "stride": [3, 3, 1]},
+    ...                {"id": 1, "dtype": "f32", "shape": [1, 1, 2], "stride": [2, 2, 1]}],
+    ...     "outputs": [{"id": 2, "dtype": "f32", "shape": [1, 1, 6], "stride": [6, 6, 1]}]}]})
+    >>> [op.kind for op in g.ops]
+    ['ConvTranspose']
+    """
+    if isinstance(path_or_dict, dict):
+        return from_json(path_or_dict)
+    source = os.fspath(path_or_dict)
+    with open(source, encoding="utf-8") as f:
+        try:
+            doc = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{source}: not valid JSON: {exc}") from None
+    return from_json(doc, source)
+
+
+def _lt_json(t: Any) -> dict[str, Any]:
+    shape = [UNKNOWN_DIM] if t.shape is None else [UNKNOWN_DIM if d < 0 else d for d in t.shape]
+    return {"id": t.id, "dtype": t.dtype, "shape": shape,
+            "stride": [UNKNOWN_DIM] if t.strides is None else list(t.strides),
+            "layout_type": t.layout, "property_type": t.property}
+
+
+def _attr_json(kind: str, name: str, value: Any, types: dict[str, str]) -> dict[str, Any]:
+    if name == "auto_pad":  # oneDNN's reader takes its own spelling; native ops have it already
+        value = _lowering.NATIVE_AUTO_PAD.get(value, value)
+    # "type" first: benchdnn's reader ignores an attribute whose first key is not "type".
+    return {"type": types[name], "value": list(value) if isinstance(value, tuple) else value}
+
+
+def op_json(op: Any) -> dict[str, Any]:
+    """One op (a package Op or a native ``_core.Op``) as a JSON object."""
+    types = _attr_types(op.kind)
+    return {"id": op.id, "name": op.name, "kind": op.kind,
+            "attrs": {n: _attr_json(op.kind, n, v, types) for n, v in op.attrs.items()},
+            "inputs": [_lt_json(t) for t in op.inputs],
+            "outputs": [_lt_json(t) for t in op.outputs]}
+
+
+def document(ops: list[Any], engine_kind: str = "cpu", fpmath_mode: str = "strict") -> dict:
+    """The JSON document of a list of ops, with ports computed as oneDNN does."""
+    produced = [t.id for op in ops for t in op.outputs]
+    consumed = [t.id for op in ops for t in op.inputs]
+    return {"version": FORMAT_VERSION, "engine_kind": engine_kind, "fpmath_mode": fpmath_mode,
+            "input_ports": list(dict.fromkeys(i for i in consumed if i not in produced)),
+            "output_ports": list(dict.fromkeys(i for i in produced if i not in consumed)),
+            "graph": [op_json(op) for op in ops]}
+
+
+def to_json(graph: _graph.Graph) -> dict:
+    """The graph as a JSON document (a dict; ``json.dumps`` it to get text).
+
+    Attributes are written in oneDNN's spelling, each ``type`` before its
+    ``value`` as oneDNN's reader requires; ``version`` is
+    :data:`FORMAT_VERSION`; the ports list the tensors no op produces
+    (inputs) and no op consumes (outputs).
+
+    >>> import onednn_graph as og
+    >>> x = og.LogicalTensor(0, "f32", (1, 1, 3))
+    >>> w = og.LogicalTensor(1, "f32", (1, 1, 2))
+    >>> g = og.Graph()
+    >>> g.add_op(og.Op(0, "ConvTranspose", [x, w], [og.LogicalTensor(2, "f32", (1, 1, 4))],
+    ...          {"strides": [1], "pads_begin": [0], "pads_end": [0], "dilations": [1],
+    ...           "auto_pad": "same_upper", "data_format": "NCX", "weights_format": "IOX"}))
+    >>> og.graph_json.to_json(g)["graph"][0]["attrs"]["auto_pad"]
+    {'type': 'string', 'value': 'SAME_UPPER'}
+    """
+    return document(graph.ops, graph.engine_kind, graph.fpmath_mode)
+
+
+def save_graph(graph: _graph.Graph, path: Union[str, "os.PathLike[str]"]) -> None:
+    """Write `graph` to `path` in oneDNN's JSON format (see :func:`to_json`).
+
+    >>> import os, tempfile, numpy as np, onednn_graph as og
+    >>> g = og.load_graph(og.reproducer(og.conv_transpose, np.ones((1, 3, 2), np.float32),
+    ...                                 np.ones((2, 1, 2), np.float32), strides=2).spec)
+    >>> path = os.path.join(tempfile.mkdtemp(), "case.json")
+    >>> og.save_graph(g, path)
+    >>> og.load_graph(path).to_json() == g.to_json()
+    True
+    """
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(to_json(graph), f, indent=2)
+        f.write("\n")
+

@@ -1,0 +1,154 @@
+"""Reproducers: a functional-API call, a compiled op or a Graph as a JSON case
+plus the ``benchdnn --graph`` command line that replays it.
+
+The oneDNN 3.2 wheels are built without ``ONEDNN_GRAPH_DUMP``, so the package
+writes the file itself (``graph_json``). A functional-API call is described,
+not executed: ``reproducer(og.conv_transpose, x, w, strides=2)`` runs the
+call's checks and lowering and stops before compiling, so a call that fails
+in oneDNN still gets its reproducer. Two documents come out: ``spec``, the
+op as the user called it, and ``native``, what the package hands oneDNN 3.2
+after its lowerings (``_lowering.py``); they differ only for lowered calls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Sequence, Union
+
+import numpy as np
+
+from . import _arrays, _attrs, _compiled, _core, _dtypes, _graph, _lowering, graph_json, shapes
+
+__all__ = ["Reproducer", "reproducer", "benchdnn_command"]
+
+_state = threading.local()
+
+
+def capturing() -> bool:
+    """True while reproducer() describes a functional-API call on this thread."""
+    return getattr(_state, "active", False)
+
+
+@dataclass(frozen=True)
+class Reproducer:
+    """A case in oneDNN's JSON format, as called (``spec``) and as run (``native``)."""
+
+    spec: dict
+    native: dict
+
+    def command(self, path: str, native: bool = False) -> str:
+        """The benchdnn command line that replays the file at `path`."""
+        return benchdnn_command(self.native if native else self.spec, path)
+
+    def save(self, path: Union[str, "os.PathLike[str]"], native: bool = False) -> str:
+        """Write the JSON case to `path`; return the benchdnn command line replaying it."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.native if native else self.spec, f, indent=2)
+            f.write("\n")
+        return self.command(os.fspath(path), native)
+
+
+def _dims(values: Sequence[int]) -> str:
+    return "x".join(str(v) for v in values)
+
+
+def _value(attr: dict) -> str:
+    value = attr["value"]
+    if isinstance(value, list):
+        return _dims(value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def benchdnn_command(doc: dict, path: str) -> str:
+    """``benchdnn --graph`` with --dt, --in-shapes and --op-attrs restating `doc`.
+
+    The file already holds every value; the options spell them out so that a
+    reader sees the case at a glance and can vary it.
+    """
+    ops = doc["graph"]
+    inputs = {t["id"]: t for op in ops for t in op["inputs"] if t["id"] in doc["input_ports"]}
+    dtypes = sorted({t["dtype"] for op in ops for t in op["inputs"] + op["outputs"]})
+    in_shapes = "+".join(f"{tid}:{_dims(t['shape'])}*{_dims(t['stride'])}"
+                         for tid, t in inputs.items())
+    op_attrs = "+".join(f"{op['id']}:" + "*".join(f"{n}:{_value(a)}" for n, a in op["attrs"].items())
+                        for op in ops if op["attrs"])
+    parts = ["./benchdnn", "--graph", "--mode=C"]
+    if len(dtypes) == 1:
+        parts.append(f"--dt={dtypes[0]}")
+    parts += [f"--in-shapes={in_shapes}", f"--op-attrs={op_attrs}", f"--case={path}"]
+    return " ".join(parts)
+
+
+def describe(kind: str, inputs: Sequence[np.ndarray], plan: shapes.Plan,
+             native: _lowering.NativeOp) -> Reproducer:
+    """The reproducer of one functional-API call (called by _call.prepare when capturing)."""
+    dtype = _dtypes.dtype_name(inputs[0].dtype)
+    lts = [_core.LogicalTensor(i, dtype, a.shape, _arrays.element_strides(a))
+           for i, a in enumerate(inputs)]
+    out_shape = plan.output_shape
+    out = _core.LogicalTensor(len(inputs), dtype, out_shape,
+                              _arrays.element_strides(np.empty(out_shape, np.int8)))
+    attrs = plan.attrs.as_dict()
+    if kind != _attrs.CONV_TRANSPOSE and not any(attrs["output_padding"]):
+        del attrs["output_padding"]  # oneDNN 3.2 refuses it on these ops; 0 is its meaning
+    if kind in _attrs.SHAPE_ATTR:
+        attrs[_attrs.SHAPE_ATTR[kind]] = list(out_shape)
+    spec = _graph.Op(0, kind, lts, [out], attrs, kind)
+    run = _core.Op(0, native.kind, lts, [out], native.attrs, native.kind)
+    return Reproducer(graph_json.document([spec]), graph_json.document([run]))
+
+
+def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
+    """The JSON case and benchdnn command of a call, a compiled op or a Graph.
+
+    Parameters
+    ----------
+    target : callable, Graph, Operation or compiled op
+        A functional-API function (``og.conv_transpose``, ...) called with
+        ``*args, **kwargs`` (described, not executed); a spec-level
+        :class:`Graph`; an :class:`Operation` from ``og.compile_op``; or an
+        entry of the compiled-op cache (``og._compiled.CACHE.ops()``). A
+        compiled op is written as it was handed to oneDNN (``spec`` equals
+        ``native``).
+
+    Examples
+    --------
+    >>> import numpy as np, onednn_graph as og
+    >>> x = np.ones((1, 8, 5, 5), np.float32)
+    >>> w = np.ones((8, 4, 3, 3), np.float32)
+    >>> r = og.reproducer(og.conv_transpose, x, w, strides=2, data_format="NCX",
+    ...                   weights_format="IOX")
+    >>> r.spec["graph"][0]["outputs"][0]["shape"]
+    [1, 4, 11, 11]
+    >>> r.command("case.json").split()[:4]
+    ['./benchdnn', '--graph', '--mode=C', '--dt=f32']
+    """
+    if isinstance(target, _graph.Graph):
+        if args or kwargs:
+            raise TypeError("reproducer(graph) takes no further arguments")
+        return Reproducer(target.to_json(), graph_json.document(
+            [n.op for n in target._ops], target.engine_kind, target.fpmath_mode))
+    from .operation import Operation  # operation -> _call -> this module: import late
+    if isinstance(target, Operation):  # og.compile_op(...)'s result
+        target = target._prepared.op
+    if isinstance(target, _compiled.CompiledOp):
+        if args or kwargs:
+            raise TypeError("reproducer(compiled_op) takes no further arguments")
+        doc = graph_json.document([_core.Op(0, target.kind, target.inputs, [target.output],
+                                            target.attrs, target.kind)])
+        return Reproducer(doc, doc)
+    if not callable(target):
+        raise TypeError(f"reproducer takes a functional-API function, a Graph or a compiled "
+                        f"op, got {type(target).__name__}")
+    _state.active = True
+    try:
+        result = target(*args, **kwargs)
+    finally:
+        _state.active = False
+    if not isinstance(result, Reproducer):
+        raise TypeError(f"{getattr(target, '__name__', target)!r} is not a function of "
+                        "onednn_graph's functional API")
+    return result

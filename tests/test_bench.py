@@ -1,0 +1,40 @@
+"""The benchmark suite's plumbing (not its timings: benchmarks are not tests).
+
+Every configuration must build a valid call (the functional API accepts it),
+the FLOP count must match a hand count, and one cheap measurement must come
+back with every system it can run.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from onednn_graph import _bench
+
+
+def test_flops_by_hand():
+    # dcgan-1: 2 * N * C_in * C_out * K^2 * X^2 = 2 * 16 * 512 * 256 * 16 * 16
+    assert _bench.flops(_bench.CASES[0]) == 2 * 16 * 512 * 256 * 16 * 16
+    depthwise = next(c for c in _bench.CASES if c.name == "depthwise")
+    assert _bench.flops(depthwise) == 2 * 8 * 64 * 1 * 16 * 32 * 32
+
+
+@pytest.mark.parametrize("kind", _bench.OPS)
+@pytest.mark.parametrize("fmt", list(_bench.FORMATS))
+def test_every_tiny_configuration_runs(kind, fmt):
+    tiny = next(c for c in _bench.CASES if c.name == "tiny")
+    p = _bench.problem(tiny, kind, "f32", fmt)
+    assert p.function(*p.arrays, **p.kwargs, out=p.out) is p.out
+    assert np.isfinite(p.out).all()
+
+
+def test_one_measurement_and_its_report():
+    tiny = next(c for c in _bench.CASES if c.name == "tiny")
+    p = _bench.problem(tiny, "ConvTranspose", "f32", "NXC")
+    r = _bench.measure(p, None, None, rounds=1, target=1e-4)
+    assert r["functional"] > 0 and r["compiled"] > 0 and r["lowering"] == "native"
+    r.update(case="tiny", kind="ConvTranspose", dtype="f32", format="NXC",
+             gflops=_bench.flops(tiny) / r["functional"] / 1e9)
+    text = _bench.report([r], {"f32": None}, 1.0, [])
+    assert "| tiny | CT | f32 | NXC |" in text and math.isfinite(r["gflops"])

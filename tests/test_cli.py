@@ -1,0 +1,201 @@
+"""The command-line driver: exit codes, output, batch files, info and bench.
+
+Cases are the project's fixtures (tests/fixtures/). A FAIL is provoked by
+replacing the driver's reference with a wrong one, so the exit-code path is
+exercised without any real disagreement."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import onednn_graph as og
+from onednn_graph import _runner, cli, reference
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+CASES = sorted(str(p) for p in FIXTURES.glob("*.json"))
+
+
+def run(capsys, *argv):
+    status = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.mark.parametrize("mode", ["correctness", "exact"])
+def test_every_fixture_passes(capsys, mode):
+    status, out, _ = run(capsys, "run", "--mode", mode, "--dt", "f32,bf16,f16", *CASES)
+    assert status == cli.EXIT_PASS, out
+    assert out.rstrip().endswith(f"{3 * len(CASES)} case(s): {3 * len(CASES)} PASS")
+
+
+def test_exact_mode_matches_exactly(capsys):
+    status, out, _ = run(capsys, "run", "--mode", "exact", "--json", CASES[0])
+    doc = json.loads(out)
+    assert status == 0 and doc["cases"][0]["ops"][0]["max_abs"] == 0.0
+
+
+def test_json_output(capsys):
+    status, out, _ = run(capsys, "run", "--json", "--dt", "bf16", "--op-attrs",
+                         "0:auto_pad:SAME_LOWER", str(FIXTURES / "deconv_bwd_d_small.json"))
+    doc = json.loads(out)
+    [case] = doc["cases"]
+    assert status == 0 and doc["exit_status"] == 0 and doc["summary"] == {"PASS": 1}
+    assert case["status"] == "PASS" and case["dt"] == "bf16"
+    assert case["ops"][0]["kind"] == "ConvTransposeBackwardData"
+    assert case["lowerings"] == ["op 0: auto_pad resolved as ConvTranspose does"]
+
+
+def test_perf_mode_reports_times_and_flops(capsys):
+    status, out, _ = run(capsys, "run", "--mode", "perf", "--repeat", "2", "--json",
+                         str(FIXTURES / "deconv_small.json"))
+    [case] = json.loads(out)["cases"]
+    assert status == 0 and case["status"] == "DONE"
+    # 2 * N * C_in * C_out * prod(K) * prod(src spatial) = 2 * 1 * 4 * 6 * 9 * 25
+    assert case["flops"] == 10800
+    assert case["median_ms"] > 0 and case["compile_ms"] > 0
+
+
+def test_fail_exits_1(capsys, monkeypatch):
+    wrong = lambda *a, **k: reference.conv_transpose(*a, **k) + np.float32(1)  # noqa: E731
+    monkeypatch.setitem(_runner.REFERENCE, "ConvTranspose", wrong)
+    status, out, _ = run(capsys, "run", str(FIXTURES / "deconv_small.json"))
+    assert status == cli.EXIT_FAIL
+    assert out.startswith("FAIL") and "exceeds tolerance" in out
+
+
+@pytest.mark.parametrize("error, status", [
+    (og.UnsupportedError("no kernel for this"), "UNSUPPORTED"),
+    (og.Error("could not execute", "runtime_error"), "ERROR"),
+])
+def test_onednn_refusals_exit_1(capsys, monkeypatch, error, status):
+    def refuse(*args, **kwargs):
+        raise error
+    monkeypatch.setattr(_runner, "run", refuse)
+    code, out, _ = run(capsys, "run", str(FIXTURES / "deconv_small.json"))
+    assert code == cli.EXIT_FAIL and out.startswith(status) and str(error) in out
+
+
+def test_a_case_the_graph_path_cannot_run_exits_1(capsys):
+    # output_padding >= strides + pads_end: the functional API runs it on a view,
+    # a partition cannot (see README); the driver reports UNSUPPORTED, not bad input.
+    status, out, _ = run(capsys, "run", "--op-attrs", "0:output_padding:3x3*pads_end:0x0",
+                         str(FIXTURES / "deconv_small.json"))
+    assert status == cli.EXIT_FAIL and out.startswith("UNSUPPORTED"), out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "missing.json"], "No such file"),
+    (["run", "--in-shapes", "0:1x2x", "CASE"], "--in-shapes"),
+    (["run", "--op-attrs", "0:paddings:1x1", "CASE"], "has no attribute 'paddings'"),
+    (["run", "--dt", "f64", "CASE"], "--dt"),
+    (["run", "--in-shapes", "0:1x5x5x5", "CASE"], "ConvTranspose op 0"),
+])
+def test_bad_input_exits_2(capsys, argv, words):
+    argv = [str(FIXTURES / "deconv_small.json") if a == "CASE" else a for a in argv]
+    status, out, _ = run(capsys, *argv)
+    assert status == cli.EXIT_BAD_INPUT and out.startswith("BAD INPUT") and words in out, out
+
+
+def test_unknown_op_kind_exits_2_naming_file_and_field(capsys, tmp_path):
+    doc = json.loads((FIXTURES / "deconv_small.json").read_text())
+    doc["graph"][0]["kind"] = "Deconvolution"
+    path = tmp_path / "case.json"
+    path.write_text(json.dumps(doc))
+    status, out, _ = run(capsys, "run", str(path))
+    assert status == 2 and f"{path}: graph[0].kind: unknown op kind 'Deconvolution'" in out
+
+
+def test_bad_input_wins_over_fail(capsys):
+    status, _, _ = run(capsys, "run", "missing.json", str(FIXTURES / "deconv_small.json"))
+    assert status == cli.EXIT_BAD_INPUT
+
+
+@pytest.mark.parametrize("argv", [["run"], ["run", "--repeat", "0", "x.json"], ["frobnicate"],
+                                  ["run", "--mode", "fast", "x.json"]])
+def test_usage_errors_exit_2(capsys, argv):
+    try:
+        status = cli.main(argv)
+    except SystemExit as exc:  # argparse's own errors
+        status = exc.code
+    assert status == cli.EXIT_BAD_INPUT
+
+
+def test_case_files_may_follow_options(capsys):
+    status, out, _ = run(capsys, "run", CASES[0], "--dt", "f16", CASES[1], "--mode", "exact")
+    assert status == 0 and out.rstrip().endswith("2 case(s): 2 PASS")
+
+
+def test_batch_file(capsys):
+    status, out, _ = run(capsys, "run", "--batch", str(FIXTURES / "cases.batch"))
+    assert status == 0 and out.rstrip().endswith("3 case(s): 3 PASS")
+
+
+def test_batch_file_errors_name_the_line(capsys, tmp_path):
+    path = tmp_path / "b.batch"
+    path.write_text("# comment\n\n--frobnicate deconv_small.json\n")
+    status, _, err = run(capsys, "run", "--batch", str(path))
+    assert status == 2 and f"{path}:3: cannot parse '--frobnicate deconv_small.json'" in err
+
+
+def test_progress_bar_goes_to_stderr(capsys):
+    status, out, err = run(capsys, "run", "--progress", "on", "--dt", "f32,f16", CASES[0])
+    assert status == 0 and "[" + "#" * 30 + "] 2/2" in err and "#" not in out
+
+
+def test_info(capsys):
+    status, out, _ = run(capsys, "info")
+    v = og.onednn_version()
+    assert status == 0 and f"oneDNN {v.major}.{v.minor}.{v.patch}" in out
+    assert og.cpu_isa() in out and "constant-tensor cache: " in out
+    status, out, _ = run(capsys, "info", "--json")
+    caps = json.loads(out)
+    assert caps == json.loads(json.dumps(og.capabilities()))
+    assert caps["threads"] >= 1 and caps["numpy"] == np.__version__
+
+
+def test_bench_without_the_suite_says_so(capsys):
+    try:
+        import onednn_graph._bench  # noqa: F401
+    except ImportError:
+        status, _, err = run(capsys, "bench", "--out", "somewhere")
+        assert status == cli.EXIT_FAIL and "benchmark suite" in err
+    else:
+        pytest.skip("the benchmark suite is installed; its own tests cover it")
+
+
+def test_bench_forwards_its_arguments(capsys, monkeypatch):
+    import types
+    seen = []
+    fake = types.ModuleType("onednn_graph._bench")
+    fake.main = lambda args: seen.append(args) or 0
+    monkeypatch.setitem(sys.modules, "onednn_graph._bench", fake)
+    assert cli.main(["bench", "--out", "dir", "-v"]) == 0 and seen == [["--out", "dir", "-v"]]
+
+
+def test_python_dash_m(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "onednn_graph", "run", "--mode", "exact",
+                           CASES[0]], capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0 and "1 case(s): 1 PASS" in proc.stdout
+
+
+def test_a_two_op_graph_checks_each_op_on_what_it_read(tmp_path, capsys):
+    # ConvTranspose feeding ConvTransposeBackwardData: the second op is checked
+    # against the reference applied to the first op's oneDNN output.
+    a = dict(strides=[2, 2], pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1],
+             data_format="NCX", weights_format="IOX")
+    lt = og.LogicalTensor
+    x, w, w2 = lt(0, "f32", (1, 4, 5, 5)), lt(1, "f32", (4, 3, 3, 3)), lt(3, "f32", (4, 3, 3, 3))
+    y, z = lt(2, "f32", (1, 3, 11, 11)), lt(4, "f32", (1, 4, 5, 5))
+    g = og.Graph()
+    g.add_op(og.Op(0, "ConvTranspose", [x, w], [y], a, "ct"))
+    g.add_op(og.Op(1, "ConvTransposeBackwardData", [y, w2], [z], a, "bd"))
+    og.save_graph(g, tmp_path / "chain.json")
+    assert g.to_json()["input_ports"] == [0, 1, 3] and g.to_json()["output_ports"] == [4]
+    status, out, _ = run(capsys, "run", "--json", "--dt", "f16", str(tmp_path / "chain.json"))
+    [case] = json.loads(out)["cases"]
+    assert status == 0 and [op["id"] for op in case["ops"]] == [0, 1]
+    assert all(op["passed"] for op in case["ops"])
