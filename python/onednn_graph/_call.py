@@ -22,7 +22,7 @@ from ._dtypes import dtype_name
 class Prepared:
     """A compiled call and how to hand it the caller's arrays."""
 
-    __slots__ = ("op", "output_shape", "dtype", "copy_inputs", "crop_input", "crop",
+    __slots__ = ("op", "output_shape", "dtype", "copy_inputs", "any_copy", "crop_input", "crop",
                  "data_format", "out_perm")
 
     def __init__(self, op: _compiled.CompiledOp, output_shape: tuple[int, ...], dtype: np.dtype,
@@ -30,6 +30,7 @@ class Prepared:
                  data_format: str, out_perm: Optional[tuple[int, ...]]) -> None:
         self.op, self.output_shape, self.dtype = op, output_shape, dtype
         self.copy_inputs, self.crop_input, self.crop = copy_inputs, crop_input, crop
+        self.any_copy = any(copy_inputs)
         self.data_format, self.out_perm = data_format, out_perm
 
     def run(self, inputs: list[np.ndarray], out: np.ndarray) -> np.ndarray:
@@ -175,7 +176,16 @@ def signature(kind: str, arrays: Sequence[Any], out: Any, attrs: dict[str, Any])
         if type(out) is not np.ndarray:
             return None
         out = (out.shape, out.strides, out.dtype)
-    return (kind, tuple(metas), out, tuple([_freeze(v) for v in attrs.values()]))
+    values = tuple(attrs.values())
+    types = tuple(map(type, values))
+    # Fast path: plain ints, strings and None hash as themselves; the types
+    # tuple keeps True apart from 1. Anything else is frozen value by value.
+    if _PLAIN.issuperset(types):
+        return (kind, tuple(metas), out, values, types)
+    return (kind, tuple(metas), out, tuple([_freeze(v) for v in values]))
+
+
+_PLAIN = frozenset((int, str, type(None)))
 
 
 def run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
@@ -199,8 +209,10 @@ def run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
         prepared = prepare(kind, names, inputs, attrs, out_meta)
         if key is not None:
             _compiled.CACHE.store(key, prepared, prepared.op.compile_seconds)
-    else:
+    elif prepared.any_copy:
         inputs = [np.ascontiguousarray(a) if c else a for a, c in zip(arrays, prepared.copy_inputs)]
+    else:
+        inputs = list(arrays)
     if out is None:
         return prepared.run(inputs, np.empty(prepared.output_shape, prepared.dtype))
     prepared.run(inputs, _arrays.check_out(out, prepared.output_shape, prepared.dtype, inputs))
