@@ -11,7 +11,12 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>
+#endif
 
 namespace py = pybind11;
 
@@ -19,6 +24,32 @@ namespace onednn_graph {
 
 namespace dg = dnnl::graph;
 using dims = std::vector<int64_t>;
+
+// Runs f() without the GIL and takes the GIL back outside any destructor.
+// At interpreter exit CPython (< 3.14) ends a daemon thread that tries to take
+// the GIL with pthread_exit, which unwinds the thread's stack; leaving
+// py::gil_scoped_release's noexcept destructor that way calls std::terminate.
+template <typename F>
+auto without_gil(F &&f) -> decltype(f()) {
+    PyThreadState *state = PyEval_SaveThread();
+    try {
+        if constexpr (std::is_void_v<decltype(f())>) {
+            f();
+            PyEval_RestoreThread(state);
+        } else {
+            auto result = f();
+            PyEval_RestoreThread(state);
+            return result;
+        }
+#if defined(__GLIBCXX__)
+    } catch (abi::__forced_unwind &) { // the thread is being ended: let it go
+        throw;
+#endif
+    } catch (...) {
+        PyEval_RestoreThread(state);
+        throw;
+    }
+}
 
 // One bind_* function per bound object, called from module.cpp in this order.
 void bind_errors(py::module_ &m);

@@ -18,6 +18,7 @@ struct Op {
 
 struct CompiledPartition {
     dg::compiled_partition compiled;
+    dnnl::engine engine; // a counted handle: oneDNN's compiled partition only borrows it
     std::vector<dg::logical_tensor> inputs;  // as given to compile()
     std::vector<dg::logical_tensor> outputs; // as given to compile()
 };
