@@ -31,12 +31,16 @@ std::vector<dg::tensor> check_args(const char *role, const std::vector<dg::logic
         if (want->get_data_type() != t->logical.get_data_type())
             throw py::value_error("execute: " + what + " has dtype " + from_data_type(t->logical.get_data_type())
                     + ", compiled for " + from_data_type(want->get_data_type()));
-        if (static_cast<size_t>(t->array.nbytes()) < want->get_mem_size())
+        if (want->get_layout_type() == layout_type::strided && t->logical.get_layout_type() == layout_type::strided) {
+            // The Tensor's array has exactly these dims and strides (checked
+            // when it was made), so it holds every element oneDNN addresses.
+            // (nbytes would be wrong here: a stepped view spans more than it holds.)
+            if (want->get_dims() != t->logical.get_dims() || want->get_strides() != t->logical.get_strides())
+                throw py::value_error("execute: " + what + " has a shape or strides other than the compiled ones");
+        } else if (static_cast<size_t>(t->array.nbytes()) < want->get_mem_size()) {
             throw py::value_error("execute: " + what + " holds " + std::to_string(t->array.nbytes())
                     + " bytes, the compiled partition needs " + std::to_string(want->get_mem_size()));
-        if (want->get_layout_type() == layout_type::strided && t->logical.get_layout_type() == layout_type::strided
-                && (want->get_dims() != t->logical.get_dims() || want->get_strides() != t->logical.get_strides()))
-            throw py::value_error("execute: " + what + " has a shape or strides other than the compiled ones");
+        }
         if (writes && !t->array.writeable())
             throw py::value_error("execute: " + what + " is read-only");
         out.push_back(t->tensor);
@@ -71,9 +75,10 @@ void bind_compiled_partition(py::module_ &m) {
                 auto outs = check_args("output", c.outputs, outputs, true);
                 // The Python lists hold the Tensors (and their arrays) for the
                 // whole call, so the buffers outlive the GIL-free section.
-                py::gil_scoped_release release;
-                c.compiled.execute(stream, ins, outs);
-                stream.wait();
+                without_gil([&] {
+                    c.compiled.execute(stream, ins, outs);
+                    stream.wait();
+                });
             }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"));
 }
 
