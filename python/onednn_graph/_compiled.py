@@ -71,7 +71,8 @@ class CompiledOp:
         except UnsupportedError:
             raise
         except Error as exc:
-            raise UnsupportedError(f"oneDNN cannot compile {describe}: {exc}", exc.status) from None
+            raise UnsupportedError(f"oneDNN cannot compile {describe}: {exc.message}",
+                                   exc.status) from None
         got = self.compiled.query_logical_tensor(n)
         if got.shape != tuple(output[0]):
             raise Error(f"oneDNN inferred output shape {got.shape} for {describe}, "

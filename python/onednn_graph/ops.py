@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _arrays, _attrs, _compiled, _lowering, shapes
+from .errors import UnsupportedError
 
 __all__ = [
     "conv_transpose",
@@ -58,11 +59,18 @@ def _run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
     dtype = inputs[0].dtype
     out_shape = plan.output_shape if view_out is None else view_out[0]
     if out is None:
-        out = np.empty(out_shape, dtype)
+        out = _arrays.allocate(kind, out_shape, dtype)
     else:
         out = _arrays.check_out(out, out_shape, dtype, inputs)
     target = out if view_out is None else out.transpose(view_out[1])
-    _compiled.run(native.kind, native.attrs, inputs, target)
+    try:
+        _compiled.run(native.kind, native.attrs, inputs, target)
+    except UnsupportedError as exc:
+        if native.kind == kind:
+            raise
+        # Name the op the caller asked for, not only the one it was lowered to.
+        raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
+                               exc.status) from None
     return out
 
 
