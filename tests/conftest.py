@@ -1,10 +1,28 @@
-"""Shared fixtures: a seeded RNG, dtypes with their rounding, and a report header."""
+"""Shared fixtures: a seeded RNG, dtypes with their rounding, a report header,
+Hypothesis profiles and a helper that runs code in a fresh interpreter."""
+
+import os
+import subprocess
+import sys
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 import onednn_graph as og
+
+try:
+    from hypothesis import settings
+except ImportError:  # pragma: no cover - test_fuzz.py skips itself then
+    settings = None
+else:
+    # "ci" (the default): a fixed sequence of examples, so every run checks
+    # the same problems, bounded so the suite stays fast. "long": many random
+    # examples, run by hand with HYPOTHESIS_PROFILE=long (README, developer notes).
+    settings.register_profile("ci", max_examples=60, derandomize=True, deadline=None,
+                              database=None, print_blob=True)
+    settings.register_profile("long", max_examples=3000, deadline=None, print_blob=True)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # Unit roundoff of each dtype: a correctly rounded result is within u*|y| of
 # the exact value.
@@ -51,3 +69,22 @@ def assert_matches_reference(got, ref_fn, args, kwargs, dtype, terms):
     worst = np.unravel_index(np.argmax(err - tol), err.shape) if err.size else None
     assert np.all(err <= tol), (f"max error {err.max():.3g} exceeds tolerance at {worst}: "
                                 f"got {got[worst]}, reference {ref[worst]}, tol {tol[worst]:.3g}")
+
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_python(code, timeout=120):
+    """Run `code` in a fresh interpreter (tests/ on sys.path) and return its stdout.
+
+    A crash (signal, abort, sanitizer report) there fails the calling test
+    instead of killing the test run: the return code and stderr are checked.
+    """
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [TESTS_DIR] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=TESTS_DIR)
+    assert proc.returncode == 0, (f"child exited with {proc.returncode}\n"
+                                  f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+    assert "Sanitizer" not in proc.stderr and "runtime error:" not in proc.stderr, proc.stderr[-3000:]
+    return proc.stdout
