@@ -8,7 +8,6 @@ the tests only assume that the OS eventually schedules every thread.
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -40,9 +39,32 @@ def _problems(rng):
 
 
 def _run_all(jobs, workers):
-    with ThreadPoolExecutor(workers) as pool:
-        futures = [pool.submit(job) for job in jobs]
-        return [f.result(timeout=TIMEOUT) for f in futures]
+    """Run the jobs on `workers` daemon threads; a deadlock fails after TIMEOUT
+    instead of hanging the run (a thread pool would join a stuck worker forever)."""
+    results, lock, todo = [None] * len(jobs), threading.Lock(), list(enumerate(jobs))
+
+    def worker():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i, job = todo.pop()
+            try:
+                results[i] = job()
+            except BaseException as exc:  # handed to the main thread below
+                results[i] = exc
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + TIMEOUT
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    assert not any(t.is_alive() for t in threads), "deadlock: a thread is stuck"
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results
 
 
 def test_threads_share_one_compiled_op(rng):
