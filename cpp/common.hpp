@@ -14,10 +14,6 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__GLIBCXX__)
-#include <cxxabi.h>
-#endif
-
 namespace py = pybind11;
 
 namespace onednn_graph {
@@ -29,24 +25,25 @@ using dims = std::vector<int64_t>;
 // At interpreter exit CPython (< 3.14) ends a daemon thread that tries to take
 // the GIL with pthread_exit, which unwinds the thread's stack; leaving
 // py::gil_scoped_release's noexcept destructor that way calls std::terminate.
+// The flag keeps that unwinding (caught by catch (...)) from retaking the GIL
+// twice; it is rethrown, as forced unwinding must be.
 template <typename F>
 auto without_gil(F &&f) -> decltype(f()) {
     PyThreadState *state = PyEval_SaveThread();
+    bool restored = false;
     try {
         if constexpr (std::is_void_v<decltype(f())>) {
             f();
+            restored = true;
             PyEval_RestoreThread(state);
         } else {
             auto result = f();
+            restored = true;
             PyEval_RestoreThread(state);
             return result;
         }
-#if defined(__GLIBCXX__)
-    } catch (abi::__forced_unwind &) { // the thread is being ended: let it go
-        throw;
-#endif
     } catch (...) {
-        PyEval_RestoreThread(state);
+        if (!restored) PyEval_RestoreThread(state);
         throw;
     }
 }
