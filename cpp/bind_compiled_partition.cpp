@@ -32,9 +32,9 @@ std::vector<dg::tensor> check_args(const char *role, const std::vector<dg::logic
             throw py::value_error("execute: " + what + " has dtype " + from_data_type(t->logical.get_data_type())
                     + ", compiled for " + from_data_type(want->get_data_type()));
         if (want->get_layout_type() == layout_type::strided && t->logical.get_layout_type() == layout_type::strided) {
-            // The Tensor matched its array to its logical tensor element by
-            // element; matching that to the compiled one covers every byte,
-            // also for views whose memory has gaps (nbytes < the span).
+            // The Tensor's array has exactly these dims and strides (checked
+            // when it was made), so it holds every element oneDNN addresses.
+            // (nbytes would be wrong here: a stepped view spans more than it holds.)
             if (want->get_dims() != t->logical.get_dims() || want->get_strides() != t->logical.get_strides())
                 throw py::value_error("execute: " + what + " has a shape or strides other than the compiled ones");
         } else if (static_cast<size_t>(t->array.nbytes()) < want->get_mem_size()) {
@@ -80,9 +80,10 @@ void bind_compiled_partition(py::module_ &m) {
                 auto outs = check_args("output", c.outputs, outputs, true);
                 // The Python lists hold the Tensors (and their arrays) for the
                 // whole call, so the buffers outlive the GIL-free section.
-                py::gil_scoped_release release;
-                c.compiled.execute(stream, ins, outs);
-                stream.wait();
+                without_gil([&] {
+                    c.compiled.execute(stream, ins, outs);
+                    stream.wait();
+                });
             }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"))
             .def("execute_arrays", [](const CompiledPartition &c, dnnl::stream &stream,
                                            const py::sequence &inputs, const py::sequence &outputs) {
@@ -114,9 +115,10 @@ void bind_compiled_partition(py::module_ &m) {
                 };
                 auto ins = wrap("input", c.inputs, inputs, false);
                 auto outs = wrap("output", c.outputs, outputs, true);
-                py::gil_scoped_release release;
-                c.compiled.execute(stream, ins.second, outs.second);
-                stream.wait();
+                without_gil([&] {
+                    c.compiled.execute(stream, ins.second, outs.second);
+                    stream.wait();
+                });
             }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"),
                     "Execute on NumPy arrays given in the compiled order (no Tensor objects).");
 }

@@ -29,8 +29,7 @@ void bind_engine(py::module_ &m) {
             .def(py::init([](const dnnl::engine &e) { return dnnl::stream(e); }),
                     py::arg("engine"), py::keep_alive<1, 2>())
             .def("wait", [](dnnl::stream &s) {
-                py::gil_scoped_release release;
-                s.wait();
+                without_gil([&] { s.wait(); });
             }, "Block until everything submitted to the stream has finished.");
 }
 

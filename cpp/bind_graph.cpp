@@ -24,18 +24,14 @@ dg::partition::policy to_policy(const std::string &name) {
 
 CompiledPartition compile(const dg::partition &p, std::vector<dg::logical_tensor> inputs,
         std::vector<dg::logical_tensor> outputs, const dnnl::engine &engine) {
-    dg::compiled_partition compiled;
-    {
-        py::gil_scoped_release release;
-        compiled = p.compile(inputs, outputs, engine);
-    }
+    auto compiled = without_gil([&] { return p.compile(inputs, outputs, engine); });
     // Outputs given with an unknown shape or layout are filled in by oneDNN;
     // remember what it decided, since execute() checks buffers against it.
     for (auto &lt : outputs)
         lt = compiled.query_logical_tensor(lt.get_id());
     for (auto &lt : inputs)
         lt = compiled.query_logical_tensor(lt.get_id());
-    return CompiledPartition {compiled, std::move(inputs), std::move(outputs), engine};
+    return CompiledPartition {compiled, engine, std::move(inputs), std::move(outputs)};
 }
 
 } // namespace
@@ -61,8 +57,7 @@ void bind_graph(py::module_ &m) {
             .def_property_readonly("is_finalized", [](const Graph &g) { return g.graph.is_finalized(); })
             .def("get_partitions", [](Graph &g, const std::string &policy) {
                 const auto pol = to_policy(policy);
-                py::gil_scoped_release release;
-                return g.graph.get_partitions(pol);
+                return without_gil([&] { return g.graph.get_partitions(pol); });
             }, py::arg("policy") = "fusion");
 
     partition.def_property_readonly("id", &dg::partition::get_id)
@@ -72,8 +67,9 @@ void bind_graph(py::module_ &m) {
             .def_property_readonly("op_ids", &dg::partition::get_ops)
             .def_property_readonly("engine_kind",
                     [](const dg::partition &p) { return from_engine_kind(p.get_engine_kind()); })
-            .def("compile", &compile, py::arg("inputs"), py::arg("outputs"), py::arg("engine"),
-                    py::keep_alive<0, 4>())
+            // No py::keep_alive<0, 4> here: pybind11 3.1.0 runs a return-value
+            // keep_alive even when the arguments fail to convert, and crashes.
+            .def("compile", &compile, py::arg("inputs"), py::arg("outputs"), py::arg("engine"))
             .def("__repr__", [](const dg::partition &p) {
                 return "Partition(id=" + std::to_string(p.get_id()) + ", supported="
                         + (p.is_supported() ? "True" : "False") + ")";

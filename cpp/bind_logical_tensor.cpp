@@ -3,6 +3,7 @@
 #include "common.hpp"
 #include "convert.hpp"
 
+#include <algorithm>
 #include <optional>
 
 namespace onednn_graph {
@@ -19,6 +20,25 @@ static data_type dtype_arg(py::handle dtype) {
     }
     py::object name = py::module_::import("onednn_graph._dtypes").attr("dtype_name")(dtype);
     return to_data_type(name.cast<std::string>());
+}
+
+// oneDNN computes a tensor's size in int64 without checking for overflow, so the
+// bytes it spans (dense, or up to the last strided element) are checked here.
+static void check_extent(const dims &shape, const std::optional<dims> &strides, size_t itemsize) {
+    int64_t last = 0, dense = 1; // offset of the last element, element count
+    for (size_t i = 0; i < shape.size(); ++i) {
+        const int64_t d = shape[i];
+        if (d == DNNL_GRAPH_UNKNOWN_DIM) return; // not known yet: checked when it is
+        if (d == 0) return;
+        int64_t term = 0;
+        bool overflow = __builtin_mul_overflow(dense, d, &dense);
+        if (strides) overflow = overflow || __builtin_mul_overflow(d - 1, (*strides)[i], &term)
+                || __builtin_add_overflow(last, term, &last);
+        int64_t bytes = 0;
+        if (overflow || __builtin_mul_overflow(std::max(dense, last + 1), static_cast<int64_t>(itemsize), &bytes))
+            throw py::value_error("LogicalTensor: shape (and strides) span more than 2**63-1 bytes "
+                                  "(oneDNN's sizes are int64)");
+    }
 }
 
 static dg::logical_tensor make_logical_tensor(int64_t id, py::handle dtype,
@@ -49,8 +69,13 @@ static dg::logical_tensor make_logical_tensor(int64_t id, py::handle dtype,
         if (strides->size() != shape->size())
             throw py::value_error("LogicalTensor: strides must have one entry per dimension ("
                     + std::to_string(shape->size()) + "), got " + std::to_string(strides->size()));
-        return dg::logical_tensor(tid, dt, *shape, *strides, pt);
+        // oneDNN's kernels and size computations assume positive strides.
+        for (auto s : *strides)
+            if (s < 1)
+                throw py::value_error("LogicalTensor: strides must be >= 1, got " + std::to_string(s));
     }
+    check_extent(*shape, strides, data_type_size(dt));
+    if (strides) return dg::logical_tensor(tid, dt, *shape, *strides, pt);
     return dg::logical_tensor(tid, dt, *shape, lt, pt);
 }
 

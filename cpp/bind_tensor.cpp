@@ -25,6 +25,13 @@ void check_buffer(const dg::logical_tensor &lt, const py::array &a, const std::s
     const auto dt = lt.get_data_type();
     const auto itemsize = static_cast<py::ssize_t>(data_type_size(dt));
     if (itemsize == 0) throw py::value_error(who + ": dtype " + from_data_type(dt) + " has no buffer");
+    // The same item size is not the same type (f32 and int32, bf16 and f16, byte
+    // order): a dtype in the package's table must match exactly.
+    const py::object table = py::module_::import("onednn_graph._dtypes").attr("DTYPES");
+    const std::string name = from_data_type(dt);
+    if (table.contains(name) && !a.dtype().equal(table[py::str(name)]))
+        throw py::type_error(who + ": array dtype " + std::string(py::str(a.dtype()))
+                + " does not match the logical tensor's " + name);
     if (a.itemsize() != itemsize)
         throw py::type_error(who + ": array items are " + std::to_string(a.itemsize())
                 + " bytes, the logical tensor's dtype " + from_data_type(dt) + " has "

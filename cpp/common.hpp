@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace py = pybind11;
@@ -19,6 +20,33 @@ namespace onednn_graph {
 
 namespace dg = dnnl::graph;
 using dims = std::vector<int64_t>;
+
+// Runs f() without the GIL and takes the GIL back outside any destructor.
+// At interpreter exit CPython (< 3.14) ends a daemon thread that tries to take
+// the GIL with pthread_exit, which unwinds the thread's stack; leaving
+// py::gil_scoped_release's noexcept destructor that way calls std::terminate.
+// The flag keeps that unwinding (caught by catch (...)) from retaking the GIL
+// twice; it is rethrown, as forced unwinding must be.
+template <typename F>
+auto without_gil(F &&f) -> decltype(f()) {
+    PyThreadState *state = PyEval_SaveThread();
+    bool restored = false;
+    try {
+        if constexpr (std::is_void_v<decltype(f())>) {
+            f();
+            restored = true;
+            PyEval_RestoreThread(state);
+        } else {
+            auto result = f();
+            restored = true;
+            PyEval_RestoreThread(state);
+            return result;
+        }
+    } catch (...) {
+        if (!restored) PyEval_RestoreThread(state);
+        throw;
+    }
+}
 
 // One bind_* function per bound object, called from module.cpp in this order.
 void bind_errors(py::module_ &m);

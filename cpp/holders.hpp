@@ -18,9 +18,11 @@ struct Op {
 
 struct CompiledPartition {
     dg::compiled_partition compiled;
+    // A counted handle: oneDNN's compiled partition only borrows the engine,
+    // and execute() needs a stream on this very engine.
+    dnnl::engine engine;
     std::vector<dg::logical_tensor> inputs;  // as given to compile()
     std::vector<dg::logical_tensor> outputs; // as given to compile()
-    dnnl::engine engine;                     // compiled for; execute() needs a stream on it
 };
 
 struct Tensor {

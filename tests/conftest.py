@@ -1,4 +1,9 @@
-"""Shared fixtures: a seeded RNG, dtypes with their rounding, and a report header."""
+"""Shared fixtures: a seeded RNG, dtypes with their rounding, a report header,
+Hypothesis profiles and a helper that runs code in a fresh interpreter."""
+
+import os
+import subprocess
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -6,6 +11,19 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph.tolerance import compare
+
+try:
+    from hypothesis import settings
+except ImportError:  # pragma: no cover - test_fuzz.py skips itself then
+    settings = None
+else:
+    # "ci" (the default): a fixed sequence of examples, so every run checks
+    # the same problems, bounded so the suite stays fast. "long": many random
+    # examples, run by hand with HYPOTHESIS_PROFILE=long (README, developer notes).
+    settings.register_profile("ci", max_examples=60, derandomize=True, deadline=None,
+                              database=None, print_blob=True)
+    settings.register_profile("long", max_examples=3000, deadline=None, print_blob=True)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 NUMPY = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 
@@ -35,3 +53,23 @@ def assert_matches_reference(got, ref_fn, args, kwargs, dtype, terms):
     """oneDNN vs the float64 reference; the bound is derived in onednn_graph.tolerance."""
     result = compare(got, ref_fn, args, kwargs, dtype, terms)
     assert result.ok, str(result)
+
+
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_python(code, timeout=120):
+    """Run `code` in a fresh interpreter (tests/ on sys.path) and return its stdout.
+
+    A crash (signal, abort, sanitizer report) there fails the calling test
+    instead of killing the test run: the return code and stderr are checked.
+    """
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [TESTS_DIR] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=TESTS_DIR)
+    assert proc.returncode == 0, (f"child exited with {proc.returncode}\n"
+                                  f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+    assert "Sanitizer" not in proc.stderr and "runtime error:" not in proc.stderr, proc.stderr[-3000:]
+    return proc.stdout

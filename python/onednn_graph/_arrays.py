@@ -24,13 +24,14 @@ out so oneDNN can describe it, and must not share memory with an input.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
-from . import _dtypes
+from . import _attrs, _dtypes
 
 _ACCEPTED = ("numpy.ndarray, a CPU torch.Tensor, or an object with __dlpack__, "
              "__array_interface__ or the buffer protocol")
@@ -91,7 +92,27 @@ def as_input(name: str, value: Any) -> np.ndarray:
     if array.dtype == np.int32:
         raise TypeError(f"{name}: dtype int32 (s32) is only used for shape inputs; "
                         "data tensors take f32, bf16 or f16")
-    return array if describable(array) else np.ascontiguousarray(array)
+    if describable(array):
+        return array
+    try:
+        return np.ascontiguousarray(array)
+    except MemoryError:
+        raise MemoryError(f"{name}: oneDNN cannot read this layout in place (strides "
+                          f"{array.strides}) and a contiguous copy ({array.size} elements) "
+                          "does not fit in memory") from None
+
+
+def allocate(kind: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A new array for `kind`'s result; sizes no machine can hold are refused first."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > _attrs.INT64_MAX:
+        raise ValueError(f"{kind}: the result of shape {shape} would hold {nbytes} bytes, "
+                         "more than 2**63-1 bytes (oneDNN's sizes are int64)")
+    try:
+        return np.empty(shape, dtype)
+    except MemoryError:
+        raise MemoryError(f"{kind}: cannot allocate the result of shape {shape} "
+                          f"({nbytes} bytes)") from None
 
 
 def describable(array: np.ndarray) -> bool:

@@ -92,21 +92,27 @@ def _is_int(value: Any) -> bool:
             and hasattr(value, "__index__"))
 
 
+# oneDNN stores every int attribute and dim as int64.
+INT64_MAX = 2**63 - 1
+
+
 def check_int(name: str, value: Any, minimum: int) -> int:
-    """An int attribute >= minimum (bool and float are refused, not converted)."""
+    """An int attribute in [minimum, 2**63) (bool and float are refused, not converted)."""
     if not _is_int(value):
         raise TypeError(f"{name} must be an int, got {_type_name(value)} {value!r}")
     value = operator.index(value)
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if value > INT64_MAX:
+        raise ValueError(f"{name} must be < 2**63 (oneDNN stores int64), got {value}")
     return value
 
 
-def check_int_list(name: str, value: Any, minimum: int, length: int | None = None
-                   ) -> tuple[int, ...]:
+def check_int_list(name: str, value: Any, minimum: int, length: int | None = None,
+                   expected: str = "a list of ints") -> tuple[int, ...]:
     """A list of ints, each >= minimum, of the given length when known."""
     if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
-        raise TypeError(f"{name} must be a list of ints, got {_type_name(value)} {value!r}")
+        raise TypeError(f"{name} must be {expected}, got {_type_name(value)} {value!r}")
     if isinstance(value, np.ndarray) and value.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {value.shape}")
     items = tuple(check_int(f"{name}[{i}]", v, minimum) for i, v in enumerate(value))
@@ -129,7 +135,7 @@ def _spatial(name: str, value: Any, rank: int, minimum: int) -> tuple[int, ...]:
     # The functional API takes an int for "the same on every spatial axis".
     if _is_int(value):
         return (check_int(name, value, minimum),) * rank
-    return check_int_list(name, value, minimum, rank)
+    return check_int_list(name, value, minimum, rank, expected="an int or a list of ints")
 
 
 _MINIMUM = {"strides": 1, "dilations": 1, "pads_begin": 0, "pads_end": 0, "output_padding": 0}
@@ -170,6 +176,8 @@ def check_op_attrs(kind: str, attrs: Mapping[str, Any] | None,
     lists, auto_pad in lower case). `spatial_rank` is None when the inputs'
     rank is unknown; the lists must then agree with each other.
     """
+    if attrs is not None and not isinstance(attrs, Mapping):
+        raise TypeError(f"{kind}: attrs must be a dict, got {_type_name(attrs)}")
     attrs = dict(attrs or {})
     allowed = schema(kind)
     for name in attrs:

@@ -17,13 +17,14 @@ import numpy as np
 
 from . import _arrays, _attrs, _compiled, _lowering, reproducer, shapes
 from ._dtypes import dtype_name
+from .errors import UnsupportedError
 
 
 class Prepared:
     """A compiled call and how to hand it the caller's arrays."""
 
     __slots__ = ("op", "output_shape", "dtype", "copy_inputs", "any_copy", "crop_input", "crop",
-                 "data_format", "out_perm")
+                 "data_format", "out_perm", "__weakref__")
 
     def __init__(self, op: _compiled.CompiledOp, output_shape: tuple[int, ...], dtype: np.dtype,
                  copy_inputs: tuple[bool, ...], crop_input: Optional[int], crop: tuple[int, ...],
@@ -84,13 +85,17 @@ def _shape_arg(name: str, value: Any) -> Optional[tuple[int, ...]]:
 
 def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs: dict[str, Any],
             out_meta: Optional[tuple] = None,
-            constant: Optional[int] = None) -> Prepared:
+            constant: Optional[int] = None,
+            copied: Optional[tuple[bool, ...]] = None) -> Prepared:
     """Check, infer, lower and compile one call; `inputs` come from ``_arrays.as_input``.
 
     `attrs` are the public keywords, the shape argument included (None when
     it is to be inferred). `out_meta` is the (shape, element strides) of a
     caller's `out`, None for a fresh C-contiguous result. `constant` is the
     position of an input to compile in as constant (its data is copied).
+    `copied` says which of the caller's arrays ``_arrays.as_input`` had to copy
+    (a repeated call copies those again); by default, those `inputs` oneDNN
+    cannot describe.
     """
     dtypes = {a.dtype for a in inputs}
     if len(dtypes) != 1:
@@ -127,11 +132,19 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
         to_legacy = shapes.format_permutation(attrs["weights_format"], legacy_filter, len(output_shape))
         result_shape = tuple(output_shape[p] for p in to_legacy)
         out_perm = shapes.format_permutation(legacy_filter, attrs["weights_format"], len(output_shape))
-    copy_inputs = tuple(not _arrays.describable(a) for a in inputs)
-    arrays = [np.ascontiguousarray(a) if c else a for a, c in zip(inputs, copy_inputs)]
-    target = np.empty(result_shape, dtype) if out_meta is None else \
-        np.lib.stride_tricks.as_strided(np.empty(1, dtype), out_meta[0],
-                                        [s * dtype.itemsize for s in out_meta[1]])
+    if copied is None:
+        copied = tuple(not _arrays.describable(a) for a in inputs)
+    copy_inputs = copied
+    arrays = [np.ascontiguousarray(a) if not _arrays.describable(a) else a for a in inputs]
+    if out_meta is not None and tuple(out_meta[0]) != result_shape:
+        out_meta = None  # a wrong `out`: the call refuses it (check_out) after this
+    if out_meta is None:
+        # Sizes no machine holds stop here, before compiling; np.empty only
+        # reserves address space, so this costs the first call nothing.
+        target = _arrays.allocate(kind, result_shape, dtype)
+    else:
+        target = np.lib.stride_tricks.as_strided(np.empty(1, dtype), out_meta[0],
+                                                 [s * dtype.itemsize for s in out_meta[1]])
     if out_perm is not None:
         target = target.transpose(out_perm)
     crop_input = None
@@ -143,9 +156,16 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
         else:
             target = crop(target, plan.attrs.data_format, native.crop)
     constants = {constant: arrays[constant]} if constant is not None else None
-    op = _compiled.CompiledOp(native.kind, native.attrs, dtype_name(dtype),
-                              [_compiled.meta(a) for a in arrays], _compiled.meta(target),
-                              constants)
+    try:
+        op = _compiled.CompiledOp(native.kind, native.attrs, dtype_name(dtype),
+                                  [_compiled.meta(a) for a in arrays], _compiled.meta(target),
+                                  constants)
+    except UnsupportedError as exc:
+        if native.kind == kind:
+            raise
+        # Name the op the caller asked for, not only the one it was lowered to.
+        raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
+                               exc.status) from None
     op.lowering = native.lowering
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, native.crop,
                     plan.attrs.data_format, out_perm)
@@ -206,7 +226,9 @@ def run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
             view = _arrays.to_numpy("out", out)
             if _arrays.describable(view):
                 out_meta = _compiled.meta(view)
-        prepared = prepare(kind, names, inputs, attrs, out_meta)
+        # as_input returns the caller's own array unless it had to copy it.
+        copied = tuple(i is not a for i, a in zip(inputs, arrays))
+        prepared = prepare(kind, names, inputs, attrs, out_meta, copied=copied)
         if key is not None:
             _compiled.CACHE.store(key, prepared, prepared.op.compile_seconds)
     elif prepared.any_copy:
@@ -214,6 +236,6 @@ def run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
     else:
         inputs = list(arrays)
     if out is None:
-        return prepared.run(inputs, np.empty(prepared.output_shape, prepared.dtype))
+        return prepared.run(inputs, _arrays.allocate(kind, prepared.output_shape, prepared.dtype))
     prepared.run(inputs, _arrays.check_out(out, prepared.output_shape, prepared.dtype, inputs))
     return out

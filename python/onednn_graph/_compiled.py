@@ -89,7 +89,8 @@ class CompiledOp:
         except UnsupportedError:
             raise
         except Error as exc:
-            raise UnsupportedError(f"oneDNN cannot compile {describe}: {exc}", exc.status) from None
+            raise UnsupportedError(f"oneDNN cannot compile {describe}: {exc.message}",
+                                   exc.status) from None
         self.compile_seconds = time.perf_counter() - start
         got = self.compiled.query_logical_tensor(n)
         if got.shape != tuple(output[0]):

@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _arrays, _attrs, _core, _lowering, shapes
-from .errors import UnsupportedError
+from .errors import Error, UnsupportedError
 
 _CONV_KINDS = _attrs.KINDS + (_attrs.LEGACY_BACKPROP_FILTERS,)
 _INPUTS = {  # (minimum, maximum) number of inputs
@@ -21,6 +21,14 @@ _INPUTS = {  # (minimum, maximum) number of inputs
     _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: (2, 3), _attrs.CONV_BWD_DATA: (2, 3),
     _attrs.LEGACY_BACKPROP_FILTERS: (2, 3),
 }
+
+
+def _check_list(where: str, role: str, items: Any, cls: type) -> list[Any]:
+    """`items` as a list, each a `cls`; a TypeError naming `role` otherwise."""
+    if isinstance(items, (str, bytes, np.ndarray)) or not isinstance(items, Sequence) \
+            or not all(isinstance(t, cls) for t in items):
+        raise TypeError(f"{where}: {role} must be a list of {cls.__name__}")
+    return list(items)
 
 
 def _known(lt: Any) -> bool:
@@ -57,13 +65,12 @@ class Op:
     def __init__(self, id: int, kind: str, inputs: Sequence[Any], outputs: Sequence[Any],
                  attrs: Optional[dict[str, Any]] = None, name: str = "") -> None:
         self.id = _attrs.check_int("id", id, 0)
-        if not isinstance(kind, str):
-            raise TypeError(f"kind must be a str, got {type(kind).__name__}")
-        for role, lts in (("inputs", inputs), ("outputs", outputs)):
-            if isinstance(lts, (str, bytes)) or not all(isinstance(t, _core.LogicalTensor) for t in lts):
-                raise TypeError(f"{kind}: {role} must be a list of LogicalTensor")
+        for arg, value in (("kind", kind), ("name", name)):
+            if not isinstance(value, str):
+                raise TypeError(f"{arg} must be a str, got {type(value).__name__}")
         self.kind, self.name = kind, name
-        self.inputs, self.outputs = list(inputs), list(outputs)
+        self.inputs = _check_list(kind, "inputs", inputs, _core.LogicalTensor)
+        self.outputs = _check_list(kind, "outputs", outputs, _core.LogicalTensor)
         if kind in _CONV_KINDS:
             lo, hi = _INPUTS[kind]
             if not lo <= len(self.inputs) <= hi or len(self.outputs) != 1:
@@ -221,6 +228,10 @@ class Graph:
     def add_op(self, op: Op) -> None:
         if not isinstance(op, Op):
             raise TypeError(f"add_op takes an onednn_graph.Op, got {type(op).__name__}")
+        if self.is_finalized:
+            # oneDNN's own refusal does not say why.
+            raise Error("add_op: the graph is finalized; ops go in before finalize()",
+                        "invalid_graph")
         native = _Native(op)
         self._native.add_op(native.op)
         self._ops.append(native)
@@ -260,8 +271,17 @@ class Partition:
         return self._native.input_ports + [n.shape_input for n in self._hidden.values()]
 
     def compile(self, inputs: Sequence[Any], outputs: Sequence[Any], engine: Any) -> "CompiledPartition":
+        inputs = _check_list("compile", "inputs", inputs, _core.LogicalTensor)
+        outputs = _check_list("compile", "outputs", outputs, _core.LogicalTensor)
+        ports = {p.id: p for p in self.input_ports}
+        for lt in inputs:
+            port = ports.get(lt.id)
+            if port is not None and port.dtype != lt.dtype:
+                # oneDNN would only say that it has no kernel.
+                raise ValueError(f"compile: input {lt.id} has dtype {lt.dtype}, the "
+                                 f"partition's port has {port.dtype}")
         kept = [lt for lt in inputs if lt.id not in self._hidden]
-        return CompiledPartition(self, kept, list(outputs), engine)
+        return CompiledPartition(self, kept, outputs, engine)
 
     def __repr__(self) -> str:
         return f"Partition(id={self.id}, supported={self.is_supported})"
@@ -290,6 +310,8 @@ class CompiledPartition:
         return self._native.inplace_ports
 
     def execute(self, stream: Any, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+        inputs = _check_list("execute", "inputs", inputs, _core.Tensor)
+        outputs = _check_list("execute", "outputs", outputs, _core.Tensor)
         hidden = self._partition._hidden
         kept = [t for t in inputs if t.logical_tensor.id not in hidden]
         native = self._native
@@ -300,11 +322,12 @@ class CompiledPartition:
             values = np.asarray(t.numpy())
             if values.ndim != 1 or values.dtype != np.int32:
                 raise ValueError(f"the shape input (id {t.logical_tensor.id}) must be a 1-D int32 tensor")
+            shape_name = _attrs.SHAPE_ATTR.get(n.op.kind, "weights_shape")
+            _attrs.check_int_list(shape_name, [int(v) for v in values], 1)  # the spec's rule first
             out = n.source.outputs[0]
             if _known(out) and tuple(int(v) for v in values) != tuple(out.shape):
                 raise ValueError(f"the shape input (id {t.logical_tensor.id}) holds {tuple(int(v) for v in values)}, "
                                  f"but op {n.source.id}'s output was compiled with shape {out.shape}")
-            shape_name = _attrs.SHAPE_ATTR.get(n.op.kind, "weights_shape")
             compiled_with = n.op.attrs.get(shape_name)
             if compiled_with is None or list(values) != list(compiled_with):
                 native = self._recompile(n, values)

@@ -31,7 +31,7 @@ class Error(RuntimeError):
 
     def __init__(self, message: str, status: str = "runtime_error") -> None:
         super().__init__(f"{message} (oneDNN status: {status})")
-        self.status = status
+        self.message, self.status = message, status
 
 
 class UnsupportedError(Error):

@@ -113,7 +113,9 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
         if "weights" not in names or _is_shape(inputs["weights"]):
             raise ValueError(f"compile_op: constant_weights needs the weights of {kind} as an array")
         constant = names.index("weights")
-    prepared = _call.prepare(kind, names, arrays, attrs, constant=constant)
+    # An array as_input had to copy (a layout oneDNN cannot describe) is copied on every call.
+    copied = tuple(not _is_shape(inputs[n]) and a is not inputs[n] for n, a in zip(names, arrays))
+    prepared = _call.prepare(kind, names, arrays, attrs, constant=constant, copied=copied)
     return Operation(kind, names, attrs, prepared, constant)
 
 
