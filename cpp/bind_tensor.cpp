@@ -16,6 +16,11 @@ std::string join(const std::vector<int64_t> &v) {
     return s + (v.size() == 1 ? ",)" : ")");
 }
 
+// onednn_graph._dtypes.DTYPES, looked up once when the module loads (an import
+// per buffer costs microseconds on the hot path). Never released, so that no
+// reference is dropped after the interpreter has finalized.
+py::handle dtype_table;
+
 } // namespace
 
 // The array must be exactly the memory the logical tensor describes: same
@@ -27,7 +32,7 @@ void check_buffer(const dg::logical_tensor &lt, const py::array &a, const std::s
     if (itemsize == 0) throw py::value_error(who + ": dtype " + from_data_type(dt) + " has no buffer");
     // The same item size is not the same type (f32 and int32, bf16 and f16, byte
     // order): a dtype in the package's table must match exactly.
-    const py::object table = py::module_::import("onednn_graph._dtypes").attr("DTYPES");
+    const py::handle table = dtype_table;
     const std::string name = from_data_type(dt);
     if (table.contains(name) && !a.dtype().equal(table[py::str(name)]))
         throw py::type_error(who + ": array dtype " + std::string(py::str(a.dtype()))
@@ -69,6 +74,7 @@ void check_buffer(const dg::logical_tensor &lt, const py::array &a, const std::s
 }
 
 void bind_tensor(py::module_ &m) {
+    dtype_table = py::object(py::module_::import("onednn_graph._dtypes").attr("DTYPES")).release();
     py::class_<Tensor>(m, "Tensor", "A logical tensor bound to an array's memory, without a copy.")
             .def(py::init([](const dg::logical_tensor &lt, const dnnl::engine &engine, py::array array) {
                 check_buffer(lt, array, "Tensor");

@@ -236,6 +236,9 @@ def _timed(fn: Callable[[], Any], n: int) -> float:
     return (time.perf_counter() - start) / n
 
 
+_SETTLE = 0.05  # seconds between batches (see measure)
+
+
 def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
             target: float) -> dict[str, Any]:
     """Median per-call seconds of each system over interleaved rounds, and compile times."""
@@ -259,12 +262,21 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
             systems["cpp"] = floor.run
         except (NotImplementedError, RuntimeError) as exc:
             print(f"  no C++ floor: {exc}", file=sys.stderr)
-    once = {name: fn(1) for name, fn in systems.items()}  # warm up, and size the batches
+    once = {}
+    for name, fn in systems.items():  # warm up, and size the batches
+        time.sleep(_SETTLE)
+        fn(3)
+        time.sleep(_SETTLE)
+        once[name] = fn(3)
     batch = {name: max(1, min(2000, int(target / max(t, 1e-7)))) for name, t in once.items()}
     samples: dict[str, list[float]] = {name: [] for name in systems}
     names = list(systems)
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
+            # Each system has its own OpenMP pool (PyTorch bundles libgomp, the C++
+            # floor is another process), whose threads spin a while after a call:
+            # let them go to sleep so that no system runs against another's spinning.
+            time.sleep(_SETTLE)
             samples[name].append(systems[name](batch[name]))
     if floor is not None:
         floor.close()
