@@ -34,7 +34,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from . import _call, _compiled, _dtypes, ops, shapes
-from .operation import compile_op
+from .operation import _FUNCTIONS, compile_op
 
 
 @dataclasses.dataclass(frozen=True)
@@ -246,7 +246,8 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
     start = time.perf_counter()
     p.function(*p.arrays, **p.kwargs, out=p.out)
     first_call = time.perf_counter() - start
-    inputs: dict[str, Any] = dict(zip(_input_names(p.kind), p.arrays))
+    # The functional API's input names, in order (a ConvTranspose here has no bias).
+    inputs: dict[str, Any] = dict(zip(_FUNCTIONS[p.kind][1], p.arrays))
     compiled_op = compile_op(p.kind, **inputs, **p.kwargs)
     systems: dict[str, Callable[[int], float]] = {
         "functional": lambda n: _timed(lambda: p.function(*p.arrays, **p.kwargs, out=p.out), n),
@@ -285,12 +286,6 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
     result["compile_cpp"] = floor.compile_ms * 1e-3 if floor is not None else None
     result["lowering"] = compiled_op.lowering
     return result
-
-
-def _input_names(kind: str) -> tuple[str, ...]:
-    return {"ConvTranspose": ("src", "weights"), "ConvTransposeBackwardData": ("diff_dst", "weights"),
-            "ConvTransposeBackwardWeights": ("src", "diff_dst"),
-            "ConvolutionBackwardData": ("diff_dst", "weights")}[kind]
 
 
 def gemm_peak(binary: Optional[Path], dtype: str, size: int = 2048) -> Optional[float]:
