@@ -31,7 +31,7 @@ built=$(date +%s)
 # starts, else the first C++ exception aborts ("real___cxa_throw != 0").
 export LD_PRELOAD="$(c++ -print-file-name=libasan.so) $(c++ -print-file-name=libstdc++.so)"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:allocator_may_return_null=1"
-export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$ROOT/scripts/ubsan.supp"
 export PYTHONMALLOC=malloc  # let ASan see every Python allocation too
 cd "$ROOT"
 set +e
