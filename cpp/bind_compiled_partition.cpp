@@ -5,6 +5,7 @@
 #include "common.hpp"
 #include "convert.hpp"
 #include "errors.hpp"
+#include "buffers.hpp"
 #include "holders.hpp"
 
 #include <set>
@@ -51,6 +52,65 @@ std::vector<dg::tensor> check_args(const char *role, const std::vector<dg::logic
     return out;
 }
 
+// Arrays checked against a compiled partition's logical tensors, and the
+// oneDNN tensors over their memory.
+struct WrappedArrays {
+    std::vector<py::array> arrays; // held for the whole call
+    std::vector<dg::tensor> tensors;
+};
+
+WrappedArrays wrap_arrays(const char *role, const std::vector<dg::logical_tensor> &lts,
+        const std::vector<BufferSpec> &specs, const py::sequence &given, bool writes,
+        const dnnl::engine &engine) {
+    const size_t n = static_cast<size_t>(py::len(given));
+    if (n != lts.size())
+        throw py::value_error(std::string("execute_arrays: expected ") + std::to_string(lts.size())
+                + " " + role + " arrays, got " + std::to_string(n));
+    WrappedArrays w;
+    w.arrays.reserve(n);
+    w.tensors.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        py::object o = given[i];
+        if (!py::isinstance<py::array>(o) || !fits(specs[i], py::reinterpret_borrow<py::array>(o), writes)) {
+            // The slow path: the full check, with a message naming the array.
+            const std::string who = std::string("execute_arrays: ") + role + " " + std::to_string(i);
+            if (!py::isinstance<py::array>(o)) throw py::type_error(who + " must be a numpy.ndarray");
+            auto a = py::reinterpret_borrow<py::array>(o);
+            check_buffer(lts[i], a, who);
+            if (writes && !a.writeable()) throw py::value_error(who + " is read-only");
+        }
+        auto a = py::reinterpret_steal<py::array>(o.release());
+        w.tensors.emplace_back(lts[i], engine, const_cast<void *>(a.data()));
+        w.arrays.push_back(std::move(a));
+    }
+    return w;
+}
+
+// oneDNN would read what it writes: an output may share memory with an input
+// only where the compiled partition names the pair (input id, output id) as
+// in-place. Arrays are given with their logical tensors' ids, in the caller's order.
+void check_no_overlap(const CompiledPartition &c, const std::vector<size_t> &in_ids,
+        const std::vector<py::array> &ins, const std::vector<size_t> &out_ids,
+        const std::vector<py::array> &outs) {
+    for (size_t o = 0; o < outs.size(); ++o)
+        for (size_t i = 0; i < ins.size(); ++i) {
+            if (!overlaps(outs[o], ins[i])) continue;
+            const std::pair<size_t, size_t> pair {in_ids[i], out_ids[o]};
+            bool inplace = false;
+            for (const auto &p : c.compiled.get_inplace_ports()) inplace |= p == pair;
+            if (!inplace)
+                throw py::value_error("execute: output " + std::to_string(o) + " (id " + std::to_string(out_ids[o])
+                        + ") shares memory with input " + std::to_string(i) + " (id " + std::to_string(in_ids[i])
+                        + "), and the partition does not compute them in place; oneDNN would read what it writes");
+        }
+}
+
+std::vector<size_t> ids(const std::vector<dg::logical_tensor> &lts) {
+    std::vector<size_t> out;
+    for (const auto &lt : lts) out.push_back(lt.get_id());
+    return out;
+}
+
 } // namespace
 
 void bind_compiled_partition(py::module_ &m) {
@@ -78,9 +138,15 @@ void bind_compiled_partition(py::module_ &m) {
                             "the partition was compiled for; create the Stream on that Engine");
                 auto ins = check_args("input", c.inputs, inputs, false);
                 auto outs = check_args("output", c.outputs, outputs, true);
+                std::vector<size_t> in_ids, out_ids;
+                std::vector<py::array> in_arrays, out_arrays;
+                for (const Tensor *t : inputs) in_ids.push_back(t->logical.get_id()), in_arrays.push_back(t->array);
+                for (const Tensor *t : outputs) out_ids.push_back(t->logical.get_id()), out_arrays.push_back(t->array);
+                check_no_overlap(c, in_ids, in_arrays, out_ids, out_arrays);
                 // The Python lists hold the Tensors (and their arrays) for the
                 // whole call, so the buffers outlive the GIL-free section.
                 without_gil([&] {
+                    std::lock_guard<std::mutex> one_at_a_time(*c.executing);
                     c.compiled.execute(stream, ins, outs);
                     stream.wait();
                 });
@@ -89,34 +155,20 @@ void bind_compiled_partition(py::module_ &m) {
                                            const py::sequence &inputs, const py::sequence &outputs) {
                 // The hot path of compiled ops: NumPy arrays in the order the
                 // partition was compiled with, no Tensor objects. Every array
-                // gets the same checks as a Tensor's; dtypes are the caller's
-                // to check (the item size is checked here).
+                // gets the same checks as a Tensor's: compared against the
+                // precomputed BufferSpec, and only on a mismatch by check_buffer,
+                // which names what is wrong (or accepts an equal dtype object).
                 if (stream.get_engine().get() != c.engine.get())
                     throw py::value_error("execute_arrays: the stream belongs to another Engine than the "
                             "one the partition was compiled for");
-                auto wrap = [&](const char *role, const std::vector<dg::logical_tensor> &lts,
-                                    const py::sequence &arrays, bool writes) {
-                    if (static_cast<size_t>(py::len(arrays)) != lts.size())
-                        throw py::value_error(std::string("execute_arrays: expected ") + std::to_string(lts.size())
-                                + " " + role + " arrays, got " + std::to_string(py::len(arrays)));
-                    std::vector<py::array> held;
-                    std::vector<dg::tensor> tensors;
-                    for (size_t i = 0; i < lts.size(); ++i) {
-                        py::object o = arrays[i];
-                        const std::string who = std::string("execute_arrays: ") + role + " " + std::to_string(i);
-                        if (!py::isinstance<py::array>(o)) throw py::type_error(who + " must be a numpy.ndarray");
-                        auto a = py::reinterpret_borrow<py::array>(o);
-                        check_buffer(lts[i], a, who);
-                        if (writes && !a.writeable()) throw py::value_error(who + " is read-only");
-                        tensors.emplace_back(lts[i], c.engine, const_cast<void *>(a.data()));
-                        held.push_back(std::move(a));
-                    }
-                    return std::make_pair(std::move(held), std::move(tensors));
-                };
-                auto ins = wrap("input", c.inputs, inputs, false);
-                auto outs = wrap("output", c.outputs, outputs, true);
+                auto ins = wrap_arrays("input", c.inputs, c.input_specs, inputs, false, c.engine);
+                auto outs = wrap_arrays("output", c.outputs, c.output_specs, outputs, true, c.engine);
+                check_no_overlap(c, ids(c.inputs), ins.arrays, ids(c.outputs), outs.arrays);
+                // `held` keeps every array alive while oneDNN runs without the
+                // GIL, even if another thread empties the caller's list meanwhile.
                 without_gil([&] {
-                    c.compiled.execute(stream, ins.second, outs.second);
+                    std::lock_guard<std::mutex> one_at_a_time(*c.executing);
+                    c.compiled.execute(stream, ins.tensors, outs.tensors);
                     stream.wait();
                 });
             }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"),

@@ -31,7 +31,11 @@ CompiledPartition compile(const dg::partition &p, std::vector<dg::logical_tensor
         lt = compiled.query_logical_tensor(lt.get_id());
     for (auto &lt : inputs)
         lt = compiled.query_logical_tensor(lt.get_id());
-    return CompiledPartition {compiled, engine, std::move(inputs), std::move(outputs)};
+    std::vector<BufferSpec> input_specs, output_specs;
+    for (const auto &lt : inputs) input_specs.push_back(buffer_spec(lt));
+    for (const auto &lt : outputs) output_specs.push_back(buffer_spec(lt));
+    return CompiledPartition {compiled, engine, std::move(inputs), std::move(outputs),
+            std::move(input_specs), std::move(output_specs), std::make_shared<std::mutex>()};
 }
 
 } // namespace

@@ -57,5 +57,6 @@ void bind_op(py::module_ &m);
 void bind_graph(py::module_ &m);
 void bind_compiled_partition(py::module_ &m);
 void bind_tensor(py::module_ &m);
+void bind_call_signature(py::module_ &m);
 
 } // namespace onednn_graph

@@ -2,7 +2,11 @@
 // oneDNN handle alone cannot give back (an op's attributes) or must not outlive
 // (a tensor's buffer, a compiled partition's engine).
 #pragma once
+#include "buffers.hpp"
 #include "common.hpp"
+
+#include <memory>
+#include <mutex>
 
 namespace onednn_graph {
 
@@ -23,6 +27,12 @@ struct CompiledPartition {
     dnnl::engine engine;
     std::vector<dg::logical_tensor> inputs;  // as given to compile()
     std::vector<dg::logical_tensor> outputs; // as given to compile()
+    std::vector<BufferSpec> input_specs, output_specs; // of inputs, outputs, for execute_arrays
+    // Held while the partition executes: oneDNN 3.2 does not support running one
+    // compiled partition on several threads at once (a backward-weights kernel
+    // spun forever in its thread barrier here; uxlfoundation/oneDNN#4381 reports
+    // crashes in 3.6). Different partitions still run in parallel.
+    std::shared_ptr<std::mutex> executing = std::make_shared<std::mutex>();
 };
 
 struct Tensor {
@@ -30,10 +40,5 @@ struct Tensor {
     py::array array; // owns the memory oneDNN reads or writes
     dg::tensor tensor;
 };
-
-// Checks that `a` is exactly the memory `lt` describes (item size, shape and
-// element strides, or a large enough C-contiguous block for an opaque
-// layout); `who` starts the error message. Defined in bind_tensor.cpp.
-void check_buffer(const dg::logical_tensor &lt, const py::array &a, const std::string &who);
 
 } // namespace onednn_graph

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
     bind_tensor(m);
     bind_compiled_partition(m);
     bind_graph(m);
+    bind_call_signature(m);
 }

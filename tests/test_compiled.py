@@ -37,6 +37,47 @@ def test_a_repeated_call_compiles_nothing(rng, fresh_cache):
     assert og.cache_info().misses == 3
 
 
+def test_the_native_signature_tells_calls_apart():
+    """_core.call_signature is the cache key of the usual call: equal only for
+    calls that prepare() treats alike, None for what it leaves to Python."""
+    x, w = np.zeros((1, 4, 3), np.float32), np.zeros((2, 2, 3), np.float32)
+    key = _core.call_signature("ConvTranspose", (x, w), None, ((2,), 0, "NXC", None))
+    assert key == _core.call_signature("ConvTranspose", (x.copy(), w), None, ([2], 0, "NXC", None))
+    others = [
+        ("ConvTransposeBackwardData", (x, w), None, ((2,), 0, "NXC", None)),
+        ("ConvTranspose", (x.astype(">f4"), w), None, ((2,), 0, "NXC", None)),  # byte order
+        ("ConvTranspose", (x.astype(np.int32), w), None, ((2,), 0, "NXC", None)),
+        ("ConvTranspose", (np.zeros((1, 3, 4), np.float32).transpose(0, 2, 1), w), None,
+         ((2,), 0, "NXC", None)),                                              # strides
+        ("ConvTranspose", (x, w), np.zeros((1, 8, 2), np.float32), ((2,), 0, "NXC", None)),
+        ("ConvTranspose", (x, w), None, ((2,), 0, "NCX", None)),
+        ("ConvTranspose", (x, w), None, ((2, 0), 0, "NXC", None)),
+        ("ConvTranspose", (x, w), None, (2, 0, "NXC", None)),                 # int, not a list
+    ]
+    keys = [_core.call_signature(*o) for o in others]
+    assert None not in keys and len(set(keys + [key])) == len(others) + 1
+    # Left to the Python signature, which keeps the value's type.
+    for values in [((True,), 0, "NXC", None), ((2.0,), 0, "NXC", None), (np.int64(2), 0, "NXC", None),
+                   (2**64, 0, "NXC", None)]:
+        assert _core.call_signature("ConvTranspose", (x, w), None, values) is None
+    assert _core.call_signature("ConvTranspose", (x.tolist(), w), None, ()) is None
+
+
+def test_execute_arrays_refuses_an_output_over_an_input(rng):
+    """oneDNN would read what it writes: execute_arrays checks before it runs."""
+    x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 3, 3), "f32")
+    op = og.compile_op("ConvTranspose", src=x, weights=w)
+    compiled = op._prepared.op.compiled
+    buffer = np.zeros(64, np.float32)
+    src, out = buffer[:12].reshape(1, 4, 3), buffer[8:23].reshape(1, 5, 3)
+    src[...] = x
+    with pytest.raises(ValueError, match="shares memory with input 0"):
+        compiled.execute_arrays(og._compiled.stream(), [src, w], [out])
+    assert not buffer[12:].any() and np.array_equal(src, x)  # nothing was written
+    with pytest.raises(ValueError, match="out shares memory with input 0"):
+        op(src, w, out=out)  # the operation's own message
+
+
 def test_capacity_bounds_the_cache(rng, fresh_cache):
     og.set_cache_capacity(2)
     x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 2, 3), "f32")

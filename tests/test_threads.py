@@ -83,6 +83,20 @@ def test_threads_run_different_ops_at_once(rng):
         assert_matches_reference(got, ref, args, kw, "f32", terms)
 
 
+def test_threads_share_one_backward_weights_op(rng):
+    """The same compiled ConvTransposeBackwardWeights from 8 threads at once. Its
+    kernel synchronizes its OpenMP threads with a spin barrier; oneDNN 3.2 hung
+    in it when one compiled partition ran on two threads at once, so the package
+    runs each compiled partition on one thread at a time (different ones in
+    parallel)."""
+    name, call, ref, args, kw, terms = _problems(rng)[2]
+    want = call(*args, **kw)
+    results = _run_all([lambda: [call(*args, **kw) for _ in range(10)] for _ in range(16)], workers=8)
+    for outs in results:
+        for got in outs:
+            np.testing.assert_array_equal(got, want)  # same kernel, same inputs: same bits
+
+
 def test_threads_writing_into_their_own_out(rng):
     """One compiled op, many threads, each writing in place into its own `out`."""
     name, call, ref, args, kw, terms = _problems(rng)[1]

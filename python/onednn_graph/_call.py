@@ -15,7 +15,7 @@ from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
-from . import _arrays, _attrs, _compiled, _lowering, reproducer, shapes
+from . import _arrays, _attrs, _compiled, _core, _lowering, reproducer, shapes
 from ._dtypes import dtype_name
 from .errors import UnsupportedError
 
@@ -24,7 +24,7 @@ class Prepared:
     """A compiled call and how to hand it the caller's arrays."""
 
     __slots__ = ("op", "output_shape", "dtype", "copy_inputs", "any_copy", "crop_input", "crop",
-                 "data_format", "out_perm", "__weakref__")
+                 "data_format", "out_perm", "direct", "__weakref__")
 
     def __init__(self, op: _compiled.CompiledOp, output_shape: tuple[int, ...], dtype: np.dtype,
                  copy_inputs: tuple[bool, ...], crop_input: Optional[int], crop: tuple[int, ...],
@@ -33,6 +33,10 @@ class Prepared:
         self.copy_inputs, self.crop_input, self.crop = copy_inputs, crop_input, crop
         self.any_copy = any(copy_inputs)
         self.data_format, self.out_perm = data_format, out_perm
+        # The caller's arrays go to oneDNN as they are: execute_arrays(stream,
+        # inputs, (out,)) is the whole call (it checks every buffer itself).
+        plain = not crop and out_perm is None and not self.any_copy
+        self.direct = op.compiled.execute_arrays if plain else None
 
     def run(self, inputs: list[np.ndarray], out: np.ndarray) -> np.ndarray:
         """Execute on checked `inputs`, writing `out` (of ``output_shape``)."""
@@ -185,8 +189,11 @@ def _freeze(value: Any) -> Hashable:
     return (t.__qualname__, repr(value))
 
 
-def signature(kind: str, arrays: Sequence[Any], out: Any, attrs: dict[str, Any]) -> Optional[Hashable]:
-    """The cache key of a call, or None when an argument is not a plain ndarray."""
+def _python_signature(kind: str, arrays: Sequence[Any], out: Any,
+                      values: tuple) -> Optional[Hashable]:
+    """The cache key of a call that ``_core.call_signature`` leaves out (a value
+    such as a bool, a float or a NumPy integer, whose type it keeps), or None
+    when an argument is not a plain ndarray (such calls are not cached)."""
     metas = []
     for a in arrays:
         if type(a) is not np.ndarray:
@@ -196,29 +203,36 @@ def signature(kind: str, arrays: Sequence[Any], out: Any, attrs: dict[str, Any])
         if type(out) is not np.ndarray:
             return None
         out = (out.shape, out.strides, out.dtype)
-    values = tuple(attrs.values())
-    types = tuple(map(type, values))
-    # Fast path: plain ints, strings and None hash as themselves; the types
-    # tuple keeps True apart from 1. Anything else is frozen value by value.
-    if _PLAIN.issuperset(types):
-        return (kind, tuple(metas), out, values, types)
     return (kind, tuple(metas), out, tuple([_freeze(v) for v in values]))
 
 
-_PLAIN = frozenset((int, str, type(None)))
 
 
-def run(kind: str, names: Sequence[str], arrays: Sequence[Any], out: Any,
+def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
         attrs: dict[str, Any]) -> Any:
     """The functional API's body: find or prepare the call, then run it.
 
     Returns a new NumPy array, or the caller's own `out` object (an ndarray,
     a torch tensor, ...) written in place.
     """
-    if reproducer.capturing():  # no cache lookup: prepare() returns the description
+    if reproducer._threads_capturing and reproducer.capturing():  # prepare() describes, compiles nothing
         return prepare(kind, names, [_arrays.as_input(n, a) for n, a in zip(names, arrays)], attrs)
-    key = signature(kind, arrays, out, attrs)
+    # The cache key: the usual call (ndarrays; None, int, str or int-sequence
+    # values) encoded natively as bytes, any other in Python.
+    values = tuple(attrs.values())
+    key = _core.call_signature(kind, arrays, out, values)
+    if key is None:
+        key = _python_signature(kind, arrays, out, values)
     prepared = _compiled.CACHE.lookup(key) if key is not None else None
+    if prepared is not None and prepared.direct is not None:
+        # The signature settled every check but two, which execute_arrays makes
+        # before oneDNN runs: `out` is writeable and shares no memory with an input.
+        target = np.empty(prepared.output_shape, prepared.dtype) if out is None else out
+        try:
+            prepared.direct(_compiled.stream(), arrays, (target,))
+            return target
+        except (TypeError, ValueError):
+            pass  # nothing ran; the checked path below names the argument at fault
     if prepared is None:
         inputs = [_arrays.as_input(n, a) for n, a in zip(names, arrays)]
         out_meta = None

@@ -129,7 +129,10 @@ class Cache:
         self.compile_seconds = 0.0
 
     def lookup(self, key: Hashable) -> Any:
-        with self._lock:
+        # acquire/release rather than `with`: this is every call's path, and
+        # the context-manager protocol costs as much again as the lock.
+        self._lock.acquire()
+        try:
             value = self._items.get(key)
             if value is None:
                 self.misses += 1
@@ -137,6 +140,8 @@ class Cache:
             self._items.move_to_end(key)
             self.hits += 1
             return value
+        finally:
+            self._lock.release()
 
     def store(self, key: Hashable, value: Any, compile_seconds: float) -> None:
         with self._lock:

@@ -6,7 +6,7 @@ import builtins
 import numpy as _np
 import collections.abc
 import typing
-__all__: list[str] = ['CompiledPartition', 'Engine', 'Graph', 'LogicalTensor', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'cpu_isa', 'get_constant_tensor_cache', 'op_kinds', 'set_constant_tensor_cache', 'status_name', 'version']
+__all__: list[str] = ['CompiledPartition', 'Engine', 'Graph', 'LogicalTensor', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'cpu_isa', 'get_constant_tensor_cache', 'op_kinds', 'set_constant_tensor_cache', 'status_name', 'version']
 class Engine:
     """
     A oneDNN engine (the CPU).
@@ -203,6 +203,12 @@ class Graph:
 def attr_types() -> dict:
     """
     Every attribute name oneDNN knows and the type it stores.
+    """
+def call_signature(kind: str, arrays: tuple, out: typing.Any, values: tuple) -> typing.Any:
+    """
+    The cache key of a functional-API call as bytes, or None when an array is not
+    exactly a _np.ndarray or a keyword value is not None, an int, a str or a
+    sequence of ints (the Python signature handles those).
     """
 def cpu_isa() -> str:
     """

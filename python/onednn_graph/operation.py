@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from . import _arrays, _attrs, _call, _dtypes, ops
+from . import _arrays, _attrs, _call, _compiled, _dtypes, ops
 
 __all__ = ["Operation", "compile_op"]
 
@@ -159,6 +159,19 @@ class Operation:
         return None if self._constant is None else self._prepared.op.constants[self._constant]
 
     def __call__(self, *arrays: Any, out: Any = None) -> np.ndarray:
+        direct = self._prepared.direct
+        if direct is not None and (out is None or type(out) is np.ndarray):
+            # Optimistic: execute_arrays checks dtype, shape, strides, writeability
+            # and overlap of every array before oneDNN runs. Anything else (a
+            # torch tensor, a wrong array) takes the checked path below, which
+            # converts it or raises an error that names the argument.
+            target = np.empty(self._prepared.output_shape, self._dtype) if out is None else out
+            try:
+                direct(_compiled.stream(),
+                       arrays if self._constant is None else self._with_constant(arrays), (target,))
+                return target
+            except (TypeError, ValueError):
+                pass
         if len(arrays) != self._n:
             raise TypeError(f"{self.kind} takes {self._n} inputs {self.input_names}, got {len(arrays)}")
         p = self._prepared
@@ -176,6 +189,11 @@ class Operation:
             return p.run(inputs, np.empty(p.output_shape, dtype))
         p.run(inputs, _arrays.check_out(out, p.output_shape, dtype, inputs))
         return out  # the caller's own object (an ndarray, a torch tensor, ...)
+
+    def _with_constant(self, arrays: tuple) -> tuple:
+        c = self._constant
+        assert c is not None
+        return arrays[:c] + (self._prepared.op.constants[c],) + arrays[c:]
 
     def _convert(self, arrays: tuple) -> tuple:
         converted = tuple(_arrays.as_input(n, a) for n, a in zip(self.input_names, arrays))

@@ -25,11 +25,15 @@ from . import _arrays, _attrs, _compiled, _core, _dtypes, _graph, _lowering, gra
 __all__ = ["Reproducer", "reproducer", "benchdnn_command"]
 
 _state = threading.local()
+# How many threads are inside reproducer() right now: the functional API's hot
+# path reads this one global and asks capturing() only when it is nonzero.
+_threads_capturing = 0
+_count_lock = threading.Lock()
 
 
 def capturing() -> bool:
     """True while reproducer() describes a functional-API call on this thread."""
-    return getattr(_state, "active", False)
+    return _threads_capturing > 0 and getattr(_state, "active", False)
 
 
 @dataclass(frozen=True)
@@ -143,11 +147,16 @@ def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
     if not callable(target):
         raise TypeError(f"reproducer takes a functional-API function, a Graph or a compiled "
                         f"op, got {type(target).__name__}")
+    global _threads_capturing
+    with _count_lock:
+        _threads_capturing += 1
     _state.active = True
     try:
         result = target(*args, **kwargs)
     finally:
         _state.active = False
+        with _count_lock:
+            _threads_capturing -= 1
     if not isinstance(result, Reproducer):
         raise TypeError(f"{getattr(target, '__name__', target)!r} is not a function of "
                         "onednn_graph's functional API")

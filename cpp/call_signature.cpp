@@ -1,0 +1,118 @@
+// call_signature: the functional API's cache key, computed in one native call.
+// Building it in Python (a tuple of shapes, strides and dtypes per array, and
+// of the keyword values) cost more than the rest of a cached call; here it is a
+// bytes object, which Python hashes once and compares with memcmp.
+#include "common.hpp"
+
+#include <cstring>
+
+namespace onednn_graph {
+
+namespace {
+
+// Appends tagged, length-prefixed fields, so that no two different calls
+// encode to the same bytes.
+class Encoder {
+public:
+    void tag(char t) { bytes_.push_back(t); }
+    void i64(int64_t v) { raw(&v, sizeof v); }
+    void text(const char *s, Py_ssize_t n) {
+        i64(n);
+        raw(s, static_cast<size_t>(n));
+    }
+    py::bytes done() const { return py::bytes(bytes_.data(), bytes_.size()); }
+
+private:
+    void raw(const void *p, size_t n) {
+        const auto *c = static_cast<const char *>(p);
+        bytes_.insert(bytes_.end(), c, c + n);
+    }
+    std::string bytes_;
+};
+
+bool exact_array(PyObject *o) {
+    return Py_TYPE(o) == reinterpret_cast<PyTypeObject *>(py::detail::npy_api::get().PyArray_Type_);
+}
+
+// An ndarray's shape, strides and dtype (its type number and byte order: a
+// dtype object's address could be reused by another dtype).
+void encode_array(Encoder &e, PyObject *o) {
+    const auto *a = py::detail::array_proxy(o);
+    const auto *d = py::detail::array_descriptor_proxy(a->descr);
+    e.tag('a');
+    e.i64(d->type_num);
+    e.i64(d->byteorder);
+    e.i64(py::reinterpret_borrow<py::array>(o).itemsize());
+    e.i64(a->nd);
+    for (int i = 0; i < a->nd; ++i) {
+        e.i64(a->dimensions[i]);
+        e.i64(a->strides[i]);
+    }
+}
+
+// An exact int that fits in int64.
+bool encode_int(Encoder &e, PyObject *o) {
+    if (!PyLong_CheckExact(o)) return false;
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) return false;
+    e.i64(v);
+    return true;
+}
+
+// None, an exact int or str, or an exact tuple or list of ints: what keyword
+// values usually are. Anything else (a bool, a float, a NumPy integer) is left
+// to the Python signature, which keeps its type.
+bool encode_value(Encoder &e, PyObject *o) {
+    if (o == Py_None) return e.tag('N'), true;
+    if (PyLong_CheckExact(o)) return e.tag('i'), encode_int(e, o);
+    if (PyUnicode_CheckExact(o)) {
+        Py_ssize_t n = 0;
+        const char *s = PyUnicode_AsUTF8AndSize(o, &n);
+        if (!s) throw py::error_already_set();
+        e.tag('s');
+        e.text(s, n);
+        return true;
+    }
+    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+        // A tuple and a list of the same ints are the same keyword value.
+        const Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        e.tag('q');
+        e.i64(n);
+        for (Py_ssize_t i = 0; i < n; ++i)
+            if (!encode_int(e, PySequence_Fast_GET_ITEM(o, i))) return false;
+        return true;
+    }
+    return false;
+}
+
+} // namespace
+
+void bind_call_signature(py::module_ &m) {
+    m.def("call_signature", [](const py::str &kind, const py::tuple &arrays, const py::handle &out,
+                                    const py::tuple &values) -> py::object {
+        Encoder e;
+        Py_ssize_t n = 0;
+        const char *k = PyUnicode_AsUTF8AndSize(kind.ptr(), &n);
+        if (!k) throw py::error_already_set();
+        e.text(k, n);
+        for (const auto &a : arrays) {
+            if (!exact_array(a.ptr())) return py::none();
+            encode_array(e, a.ptr());
+        }
+        if (out.is_none()) {
+            e.tag('n');
+        } else {
+            if (!exact_array(out.ptr())) return py::none();
+            encode_array(e, out.ptr());
+        }
+        for (const auto &v : values)
+            if (!encode_value(e, v.ptr())) return py::none();
+        return e.done();
+    }, py::arg("kind"), py::arg("arrays"), py::arg("out"), py::arg("values"),
+            "The cache key of a functional-API call as bytes, or None when an array is not\n"
+            "exactly a numpy.ndarray or a keyword value is not None, an int, a str or a\n"
+            "sequence of ints (the Python signature handles those).");
+}
+
+} // namespace onednn_graph
