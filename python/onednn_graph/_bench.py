@@ -187,7 +187,7 @@ class CppFloor:
         reply = self.process.stdout.readline().split()
         if not reply or reply[0] != "compiled":
             raise RuntimeError(f"C++ floor failed: {' '.join(reply)}")
-        self.compile_ms = float(reply[1])
+        self.compile_ms, self.first_ms = float(reply[1]), float(reply[3])
 
     def memory(self) -> tuple[int, int]:
         """(RSS before, peak RSS during) one execution, in kB, after a warm-up call."""
@@ -283,7 +283,8 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
         floor.close()
     result: dict[str, Any] = {name: float(np.median(v)) for name, v in samples.items()}
     result["first_call"] = first_call
-    result["compile_cpp"] = floor.compile_ms * 1e-3 if floor is not None else None
+    # The C++ program's first call: graph to compiled partition, then one execution.
+    result["first_cpp"] = (floor.compile_ms + floor.first_ms) * 1e-3 if floor is not None else None
     result["lowering"] = compiled_op.lowering
     return result
 
@@ -345,6 +346,43 @@ def _geomean(values: list[float]) -> float:
     return float(math.exp(sum(math.log(v) for v in values) / len(values))) if values else float("nan")
 
 
+def goals(rows: list[dict[str, Any]]) -> list[str]:
+    """Issue 4's goals, checked on these rows (Markdown bullet lines)."""
+    out = []
+    with_torch = [r for r in rows if r.get("torch")]
+    slow = sorted((r["functional"] / r["torch"], r) for r in with_torch
+                  if r["functional"] > 1.10 * r["torch"])
+    if with_torch:
+        out.append(f"* Slower than 1.10x PyTorch: {len(slow)} of {len(with_torch)} configurations"
+                   + (": " + ", ".join(f"{r['case']} {SHORT[r['kind']]} {r['dtype']} {r['format']} "
+                                      f"{q:.2f}x" for q, r in slow[::-1]) if slow else "") + ".")
+    big = [r["functional"] / r["cpp"] for r in rows if r.get("cpp") and r["cpp"] >= 1e-3]
+    if big:
+        out.append(f"* Functional / C++ for calls of 1 ms or more: median {float(np.median(big)):.3f}, "
+                   f"{sum(q > 1.05 for q in big)} of {len(big)} over 1.05 (the compiled object, "
+                   f"which does the same work: {_spread(rows, 'compiled')}).")
+    tiny = [r for r in rows if r["case"] == "tiny" and r.get("cpp")]
+    if tiny:
+        added = [(r["functional"] - r["cpp"]) * 1e6 for r in tiny]
+        faster = sum(r["functional"] < r["torch"] for r in tiny if r.get("torch"))
+        out.append(f"* Tiny case, functional minus C++: median {float(np.median(added)):.1f} us "
+                   f"(range {min(added):.1f} to {max(added):.1f}); faster than PyTorch in "
+                   f"{faster} of {sum(bool(r.get('torch')) for r in tiny)}.")
+    first = [r for r in rows if r.get("first_cpp")]
+    if first:
+        extra = [(r["first_call"] - r["first_cpp"]) * 1e3 for r in first]
+        out.append(f"* First call minus the C++ program's first call (graph to compiled partition, "
+                   f"one execution): median {float(np.median(extra)):.2f} ms, "
+                   f"{sum(e <= 1.0 for e in extra)} of {len(extra)} within 1 ms.")
+    return out
+
+
+def _spread(rows: list[dict[str, Any]], system: str) -> str:
+    """How far `system` strays from the C++ floor on calls of 1 ms or more."""
+    q = [r[system] / r["cpp"] for r in rows if r.get("cpp") and r["cpp"] >= 1e-3]
+    return f"median {float(np.median(q)):.3f}, {sum(v > 1.05 for v in q)} of {len(q)} over 1.05"
+
+
 def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], seconds: float,
            memory_rows: list[dict[str, Any]]) -> str:
     from . import __version__, cpu_isa, onednn_version
@@ -376,8 +414,9 @@ def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], second
             lines.append(f"* {dtype}: functional / torch geometric mean {_geomean(vs_torch):.2f} "
                          f"(worst {max(vs_torch):.2f}); functional / C++ geometric mean "
                          f"{_geomean(vs_cpp):.3f} (worst {max(vs_cpp) if vs_cpp else float('nan'):.3f})")
+    lines += [""] + goals(rows)
     lines += ["", "| case | op | dtype | format | functional ms | GFLOP/s | compiled ms | C++ ms | "
-              "torch ms | func/torch | func/C++ | first call ms | C++ compile ms | lowering |",
+              "torch ms | func/torch | func/C++ | first call ms | C++ first call ms | lowering |",
               "|" + "---|" * 14]
     for r in rows:
         def ms(key: str) -> str:
@@ -389,7 +428,7 @@ def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], second
         lines.append(f"| {r['case']} | {SHORT[r['kind']]} | {r['dtype']} | {r['format']} | "
                      f"{ms('functional')} | {r['gflops']:.1f} | {ms('compiled')} | {ms('cpp')} | "
                      f"{ms('torch')} | {ratio('torch')} | {ratio('cpp')} | {ms('first_call')} | "
-                     f"{ms('compile_cpp')} | {r['lowering']} |")
+                     f"{ms('first_cpp')} | {r['lowering']} |")
     if memory_rows:
         lines += ["", "## Memory of one call", "",
                   "Peak RSS during one call above the RSS just before it (inputs and outputs "
