@@ -15,7 +15,7 @@ from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
-from . import _arrays, _attrs, _compiled, _core, _lowering, reproducer, shapes
+from . import _arrays, _attrs, _compiled, _core, _lowering, _tuning, reproducer, shapes
 from ._dtypes import dtype_name
 from .errors import UnsupportedError
 
@@ -90,7 +90,8 @@ def _shape_arg(name: str, value: Any) -> Optional[tuple[int, ...]]:
 def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs: dict[str, Any],
             out_meta: Optional[tuple] = None,
             constant: Optional[int] = None,
-            copied: Optional[tuple[bool, ...]] = None) -> Prepared:
+            copied: Optional[tuple[bool, ...]] = None,
+            tune: bool = False) -> Prepared:
     """Check, infer, lower and compile one call; `inputs` come from ``_arrays.as_input``.
 
     `attrs` are the public keywords, the shape argument included (None when
@@ -99,7 +100,8 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
     position of an input to compile in as constant (its data is copied).
     `copied` says which of the caller's arrays ``_arrays.as_input`` had to copy
     (a repeated call copies those again); by default, those `inputs` oneDNN
-    cannot describe.
+    cannot describe. With `tune` (``compile_op`` only, no `out_meta`), every
+    lowering of the problem is compiled and timed, and the fastest is kept.
     """
     dtypes = {a.dtype for a in inputs}
     if len(dtypes) != 1:
@@ -140,6 +142,10 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
         copied = tuple(not _arrays.describable(a) for a in inputs)
     copy_inputs = copied
     arrays = [np.ascontiguousarray(a) if not _arrays.describable(a) else a for a in inputs]
+    if tune:
+        for array, original in zip(arrays, inputs):
+            if array is not original:  # the package's own copy, e.g. of an input given as a shape:
+                array.fill(1)       # time it on plain numbers (no NaN, no subnormal)
     if out_meta is not None and tuple(out_meta[0]) != result_shape:
         out_meta = None  # a wrong `out`: the call refuses it (check_out) after this
     if out_meta is None:
@@ -171,8 +177,32 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
         raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
                                exc.status) from None
     op.lowering = native.lowering
+    if tune:
+        assert out_meta is None, "tuning writes its own result array"
+        op = _tune(op, plan, input_shapes, native, arrays, target, constants)
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, native.crop,
                     plan.attrs.data_format, out_perm)
+
+
+def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, native: _lowering.NativeOp,
+          arrays: list[np.ndarray], target: np.ndarray,
+          constants: Optional[dict[int, np.ndarray]]) -> _compiled.CompiledOp:
+    """The fastest of `op` and the problem's other lowerings (same crop, same arrays)."""
+    candidates = [op]
+    for other in _lowering.alternatives(plan, input_shapes, native):
+        try:
+            compiled = _compiled.CompiledOp(other.kind, other.attrs, op.dtype,
+                                            [_compiled.meta(a) for a in arrays],
+                                            _compiled.meta(target), constants)
+        except UnsupportedError:
+            continue  # oneDNN 3.2 cannot compile this formulation here; the others remain
+        compiled.lowering = other.lowering
+        candidates.append(compiled)
+    if len(candidates) == 1:
+        return op
+    best, timings = _tuning.fastest(candidates, arrays, target)
+    best.tuning = timings
+    return best
 
 
 def _freeze(value: Any) -> Hashable:

@@ -68,6 +68,8 @@ class CompiledOp:
                  constants: Optional[dict[int, np.ndarray]] = None) -> None:
         self.kind, self.attrs, self.dtype = kind, attrs, dtype
         self.lowering = "native"  # how the spec-level op became this one (set by _call)
+        # compile_op(..., tune=True): median seconds per call of each lowering tried
+        self.tuning: Optional[dict[str, float]] = None
         self.constants = {i: _private_copy(a) for i, a in (constants or {}).items()}
         n = len(inputs)
         self.inputs = [

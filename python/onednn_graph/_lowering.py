@@ -89,14 +89,7 @@ def lower(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> NativeOp:
     if kind == _attrs.CONV_BWD_DATA:
         out_spatial = shapes.data_spatial(a.data_format, plan.output_shape)
         if a.groups > 1:
-            # y = ConvTranspose(dy): full size s*(Y-1) + ek - pb; crop to X via pads_end.
-            pads_end = tuple(
-                s * (y - 1) + shapes.effective_kernel(k, d) - pb - x
-                for s, d, k, pb, y, x in zip(a.strides, a.dilations, plan.kernel,
-                                             plan.pads_begin, in_spatial, out_spatial))
-            return NativeOp(_attrs.CONV_TRANSPOSE,
-                            _explicit(plan, pads_end, weights_format=CONV_AS_TRANSPOSE_FORMAT[a.weights_format]),
-                            "ConvTranspose over the same weights (groups > 1)")
+            return _cbd_as_conv_transpose(plan, in_spatial, out_spatial, "groups > 1")
         attrs = spelled_natively(a)
         del attrs["output_padding"]
         attrs["dst_shape"] = list(plan.output_shape)
@@ -111,9 +104,7 @@ def lower(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> NativeOp:
                                    "is reached by a kernel window (pads_begin too large)")
         pads_end = tuple(pe + c for pe, c in zip(pads_end, crop))
     if kind == _attrs.CONV_TRANSPOSE_BWD_DATA and any(d > 1 for d in a.dilations):
-        return NativeOp("Convolution", _explicit(
-            plan, pads_end, weights_format=TRANSPOSE_AS_CONV_FORMAT[a.weights_format]),
-            "Convolution over the same weights (dilations > 1)", crop if any(crop) else ())
+        return _ctbd_as_convolution(plan, pads_end, crop, "dilations > 1")
     needs_fold = any(op > 0 for op in op_pad) if kind != _attrs.CONV_TRANSPOSE else \
         any(op >= s for op, s in zip(op_pad, a.strides))
     extra = {"weights_shape": list(plan.output_shape)} if kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS else {}
@@ -132,6 +123,49 @@ def lower(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> NativeOp:
         del attrs["output_padding"]
     attrs.update(extra)
     return NativeOp(kind, attrs, "native")
+
+
+def _cbd_as_conv_transpose(plan: shapes.Plan, in_spatial: Sequence[int],
+                           out_spatial: Sequence[int], why: str) -> NativeOp:
+    """ConvolutionBackwardData as the ConvTranspose of diff_dst over the same weights."""
+    a = plan.attrs
+    # y = ConvTranspose(dy): full size s*(Y-1) + ek - pb; crop to X via pads_end.
+    pads_end = tuple(
+        s * (y - 1) + shapes.effective_kernel(k, d) - pb - x
+        for s, d, k, pb, y, x in zip(a.strides, a.dilations, plan.kernel,
+                                     plan.pads_begin, in_spatial, out_spatial))
+    return NativeOp(_attrs.CONV_TRANSPOSE,
+                    _explicit(plan, pads_end, weights_format=CONV_AS_TRANSPOSE_FORMAT[a.weights_format]),
+                    f"ConvTranspose over the same weights ({why})")
+
+
+def _ctbd_as_convolution(plan: shapes.Plan, pads_end: tuple[int, ...], crop: tuple[int, ...],
+                         why: str) -> NativeOp:
+    """ConvTransposeBackwardData as the forward Convolution of diff_dst over the same weights."""
+    return NativeOp("Convolution", _explicit(
+        plan, pads_end, weights_format=TRANSPOSE_AS_CONV_FORMAT[plan.attrs.weights_format]),
+        f"Convolution over the same weights ({why})", crop if any(crop) else ())
+
+
+def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
+                 chosen: NativeOp) -> list[NativeOp]:
+    """Other ops that compute what `chosen` (``lower``'s answer) computes, with the
+    same crop: candidates for ``compile_op(..., tune=True)``, which keeps the fastest.
+
+    ConvTransposeBackwardData can always run as a forward Convolution, and
+    ConvolutionBackwardData with groups = 1 as a ConvTranspose; which is faster
+    depends on the problem (benchmarks/alternative_lowerings.py).
+    """
+    a = plan.attrs
+    if a.kind == _attrs.CONV_TRANSPOSE_BWD_DATA and chosen.kind == a.kind:
+        # lower() hands this op explicit pads (auto_pad "None"), folded and cropped.
+        pads_end = tuple(int(p) for p in chosen.attrs["pads_end"])
+        return [_ctbd_as_convolution(plan, pads_end, chosen.crop, "chosen by measurement")]
+    if a.kind == _attrs.CONV_BWD_DATA and chosen.kind == a.kind:
+        return [_cbd_as_conv_transpose(plan, shapes.data_spatial(a.data_format, input_shapes[0]),
+                                       shapes.data_spatial(a.data_format, plan.output_shape),
+                                       "chosen by measurement")]
+    return []
 
 
 def spelled_natively(a: _attrs.ConvAttrs) -> dict[str, Any]:

@@ -62,7 +62,7 @@ def _example(name: str, value: Any, dtype: Optional[str]) -> np.ndarray:
 
 
 def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool = False,
-               **arguments: Any) -> "Operation":
+               tune: bool = False, **arguments: Any) -> "Operation":
     """Compile one op for the given input shapes, strides, dtype and attributes.
 
     Parameters
@@ -76,6 +76,14 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
     constant_weights : bool
         Compile ``weights`` (given as an array) in as a constant; calls then
         leave the weights out.
+    tune : bool
+        Where the problem can be computed by more than one oneDNN op
+        (ConvTransposeBackwardData also as a forward Convolution,
+        ConvolutionBackwardData with groups = 1 also as a ConvTranspose),
+        compile each, time each on the given arrays (shapes: on ones) and keep
+        the fastest; ``Operation.tuning`` has the times. Costs a few calls'
+        time once; the results agree within the package's error bound, not
+        bit for bit.
     **arguments
         The op's inputs by name (``src``, ``weights``, ``bias``, ``diff_dst``,
         ...), each an array (its shape, strides and dtype are compiled for) or
@@ -115,7 +123,7 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
         constant = names.index("weights")
     # An array as_input had to copy (a layout oneDNN cannot describe) is copied on every call.
     copied = tuple(not _is_shape(inputs[n]) and a is not inputs[n] for n, a in zip(names, arrays))
-    prepared = _call.prepare(kind, names, arrays, attrs, constant=constant, copied=copied)
+    prepared = _call.prepare(kind, names, arrays, attrs, constant=constant, copied=copied, tune=tune)
     return Operation(kind, names, attrs, prepared, constant)
 
 
@@ -148,6 +156,11 @@ class Operation:
     def lowering(self) -> str:
         """"native", or how the op was rewritten for the linked oneDNN."""
         return self._prepared.op.lowering
+
+    @property
+    def tuning(self) -> Optional[dict[str, float]]:
+        """With ``tune=True``: median seconds per call of each lowering tried, else None."""
+        return self._prepared.op.tuning
 
     @property
     def compile_seconds(self) -> float:

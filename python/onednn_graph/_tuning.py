@@ -1,0 +1,47 @@
+"""``compile_op(..., tune=True)``: run each way of computing a problem and keep
+the fastest.
+
+oneDNN 3.2's kernel choice differs between formulations of the same problem:
+ConvTransposeBackwardData as a forward Convolution took 0.23-0.34x the native
+time for depthwise NXC but up to 1.9x for some NCX f32 problems
+(benchmarks/alternative_lowerings.py), and the ratio moved by up to 1.8x between
+runs on one machine. So the choice is measured per problem, on the problem's own
+arrays, in interleaved rounds; every candidate computes the same numbers within
+the package's error bound (tests/test_tuning.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Sequence
+
+import numpy as np
+
+from ._compiled import CompiledOp
+
+ROUNDS = 3
+SECONDS_PER_ROUND = 0.01  # per candidate; at least one call each
+
+
+def fastest(ops: Sequence[CompiledOp], inputs: list[np.ndarray],
+            target: np.ndarray) -> tuple[CompiledOp, dict[str, float]]:
+    """The op of `ops` with the smallest median time on `inputs` writing `target`,
+    and every candidate's median seconds per call, by its lowering."""
+    calls = []
+    for op in ops:
+        op.execute(inputs, target)  # warm-up: first execution (constants, scratchpad)
+        start = time.perf_counter()
+        op.execute(inputs, target)
+        once = time.perf_counter() - start
+        calls.append(max(1, min(100, int(SECONDS_PER_ROUND / max(once, 1e-7)))))
+    samples: list[list[float]] = [[] for _ in ops]
+    for _ in range(ROUNDS):
+        for op, n, sample in zip(ops, calls, samples):
+            start = time.perf_counter()
+            for _ in range(n):
+                op.execute(inputs, target)
+            sample.append((time.perf_counter() - start) / n)
+    medians = [statistics.median(s) for s in samples]
+    best = min(range(len(ops)), key=medians.__getitem__)
+    return ops[best], {op.lowering: m for op, m in zip(ops, medians)}
