@@ -7,6 +7,8 @@ rotating), and the median per-call time over the rounds is reported:
 
 * ``functional``: ``onednn_graph.conv_transpose(..., out=buf)`` and friends,
 * ``compiled``: an ``onednn_graph.compile_op`` operation called with ``out=``,
+* ``tuned``: the same with ``tune=True``, where the problem has more than one
+  lowering (ConvTransposeBackwardData, ConvolutionBackwardData with groups = 1),
 * ``torch``: PyTorch's own kernels (``conv_transpose*d`` and
   ``aten.convolution_backward``, the functions autograd calls), when installed,
 * ``cpp``: ``benchmarks/single_op.cpp``, the same single-op partition (the op
@@ -253,6 +255,9 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
         "functional": lambda n: _timed(lambda: p.function(*p.arrays, **p.kwargs, out=p.out), n),
         "compiled": lambda n: _timed(lambda: compiled_op(*p.arrays, out=p.out), n),
     }
+    tuned_op = compile_op(p.kind, tune=True, **inputs, **p.kwargs)
+    if tuned_op.tuning is not None:  # the problem has more than one lowering
+        systems["tuned"] = lambda n: _timed(lambda: tuned_op(*p.arrays, out=p.out), n)
     if torch is not None:
         call = _torch_call(p, torch)
         systems["torch"] = lambda n: _timed(call, n)
@@ -286,6 +291,7 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
     # The C++ program's first call: graph to compiled partition, then one execution.
     result["first_cpp"] = (floor.compile_ms + floor.first_ms) * 1e-3 if floor is not None else None
     result["lowering"] = compiled_op.lowering
+    result["tuned_lowering"] = tuned_op.lowering if tuned_op.tuning is not None else None
     return result
 
 
@@ -356,6 +362,14 @@ def goals(rows: list[dict[str, Any]]) -> list[str]:
         out.append(f"* Slower than 1.10x PyTorch: {len(slow)} of {len(with_torch)} configurations"
                    + (": " + ", ".join(f"{r['case']} {SHORT[r['kind']]} {r['dtype']} {r['format']} "
                                       f"{q:.2f}x" for q, r in slow[::-1]) if slow else "") + ".")
+        best = [min(r["functional"], r.get("tuned") or math.inf) / r["torch"] for r in with_torch]
+        tuned = [r for r in with_torch if r.get("tuned")]
+        out.append(f"* With `compile_op(tune=True)` where a problem has another lowering ({len(tuned)} "
+                   f"configurations; it chose another in "
+                   f"{sum(r['tuned_lowering'] != r['lowering'] for r in tuned)}): "
+                   f"{sum(q > 1.10 for q in best)} of {len(with_torch)} slower than 1.10x PyTorch; "
+                   f"tuned / functional geometric mean over those {len(tuned)}: "
+                   f"{_geomean([r['tuned'] / r['functional'] for r in tuned]):.2f}.")
     big = [r["functional"] / r["cpp"] for r in rows if r.get("cpp") and r["cpp"] >= 1e-3]
     if big:
         out.append(f"* Functional / C++ for calls of 1 ms or more: median {float(np.median(big)):.3f}, "
@@ -416,8 +430,9 @@ def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], second
                          f"{_geomean(vs_cpp):.3f} (worst {max(vs_cpp) if vs_cpp else float('nan'):.3f})")
     lines += [""] + goals(rows)
     lines += ["", "| case | op | dtype | format | functional ms | GFLOP/s | compiled ms | C++ ms | "
-              "torch ms | func/torch | func/C++ | first call ms | C++ first call ms | lowering |",
-              "|" + "---|" * 14]
+              "torch ms | func/torch | func/C++ | first call ms | C++ first call ms | lowering | "
+              "tuned ms | tuned lowering |",
+              "|" + "---|" * 16]
     for r in rows:
         def ms(key: str) -> str:
             return f"{r[key] * 1e3:.3f}" if r.get(key) else "—"
@@ -428,7 +443,8 @@ def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], second
         lines.append(f"| {r['case']} | {SHORT[r['kind']]} | {r['dtype']} | {r['format']} | "
                      f"{ms('functional')} | {r['gflops']:.1f} | {ms('compiled')} | {ms('cpp')} | "
                      f"{ms('torch')} | {ratio('torch')} | {ratio('cpp')} | {ms('first_call')} | "
-                     f"{ms('first_cpp')} | {r['lowering']} |")
+                     f"{ms('first_cpp')} | {r['lowering']} | {ms('tuned')} | "
+                     f"{r['tuned_lowering'] or '—'} |")
     if memory_rows:
         lines += ["", "## Memory of one call", "",
                   "Peak RSS during one call above the RSS just before it (inputs and outputs "
