@@ -391,27 +391,34 @@ def _torch_pad_arg(begin, end):
     return [v for b, e in zip(reversed(begin), reversed(end)) for v in (b, e)]
 
 
+def torch_ops(torch, nsp, s, d, pb, pe, op, g):
+    """PyTorch's ConvTranspose and Convolution with the spec's pads: the unpadded
+    result cropped (or extended by output_padding) with F.pad, which any pads allow."""
+    F = torch.nn.functional
+    ct = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[nsp]
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nsp]
+
+    def conv_transpose(x, w, b=None):
+        full = ct(x, w, stride=s, dilation=d, groups=g)
+        y = F.pad(full, _torch_pad_arg([-v for v in pb], [o - e for o, e in zip(op, pe)]))
+        return y if b is None else y + b.reshape(1, -1, *([1] * nsp))
+
+    def convolution(x, w):
+        return conv(F.pad(x, _torch_pad_arg(pb, pe)), w, stride=s, dilation=d, groups=g)
+
+    return conv_transpose, convolution
+
+
 @pytest.mark.parametrize("case", TORCH_CASES)
 def test_against_torch(case):
     torch = _import_torch()
-    F = torch.nn.functional
     nsp, g, c_in, c_out, x_sp, k, s, d, pb, pe, op = case
     rng = np.random.default_rng(sum(x_sp) + 10 * g)
     x = rng.standard_normal((2, c_in, *x_sp))
     w_iox = rng.standard_normal((c_in, c_out // g, *k))
     b = rng.standard_normal(c_out)
     kw = dict(strides=s, dilations=d, pads_begin=pb, pads_end=pe, groups=g)
-    ct_t = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[nsp]
-    conv_t = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nsp]
-
-    def torch_ct(xt, wt, bias=None):
-        # unpadded transposed conv, cropped by pb / pe and extended by output_padding
-        full = ct_t(xt, wt, stride=s, dilation=d, groups=g)
-        y = F.pad(full, _torch_pad_arg([-v for v in pb], [o - e for o, e in zip(op, pe)]))
-        return y if bias is None else y + bias.reshape(1, -1, *([1] * nsp))
-
-    def torch_conv(xt, wt):
-        return conv_t(F.pad(xt, _torch_pad_arg(pb, pe)), wt, stride=s, dilation=d, groups=g)
+    torch_ct, torch_conv = torch_ops(torch, nsp, s, d, pb, pe, op, g)
 
     xt = torch.tensor(x, requires_grad=True)
     wt = torch.tensor(w_iox, requires_grad=True)

@@ -15,25 +15,9 @@ import onednn_graph as og
 from onednn_graph import shapes
 from onednn_graph.tolerance import accumulation_terms, compare
 from conftest import NUMPY
-from test_reference import TORCH_CASES, _import_torch, _torch_pad_arg
+from test_reference import TORCH_CASES, _import_torch, torch_ops
 
 NCX_IOX = dict(data_format="NCX", weights_format="IOX")
-
-
-def _torch_ops(torch, nsp, s, d, pb, pe, op, g):
-    F = torch.nn.functional
-    ct = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[nsp]
-    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nsp]
-
-    def conv_transpose(x, w, b=None):
-        full = ct(x, w, stride=s, dilation=d, groups=g)
-        y = F.pad(full, _torch_pad_arg([-v for v in pb], [o - e for o, e in zip(op, pe)]))
-        return y if b is None else y + b.reshape(1, -1, *([1] * nsp))
-
-    def convolution(x, w):
-        return conv(F.pad(x, _torch_pad_arg(pb, pe)), w, stride=s, dilation=d, groups=g)
-
-    return conv_transpose, convolution
 
 
 def _vjp(torch, fn, wrt, primals, cotangent):
@@ -51,7 +35,7 @@ def test_all_four_ops_match_torch(case, dtype):
     cast = NUMPY[dtype]
     kw = dict(strides=s, dilations=d, pads_begin=pb, pads_end=pe, groups=g, output_padding=op,
               **NCX_IOX)
-    conv_transpose, convolution = _torch_ops(torch, nsp, s, d, pb, pe, op, g)
+    conv_transpose, convolution = torch_ops(torch, nsp, s, d, pb, pe, op, g)
     x = rng.uniform(-1, 1, (2, c_in, *x_sp)).astype(cast)
     w = rng.uniform(-1, 1, (c_in, c_out // g, *k)).astype(cast)
     b = rng.uniform(-1, 1, c_out).astype(cast)
