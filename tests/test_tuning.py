@@ -17,7 +17,7 @@ from onednn_graph._call import crop
 from onednn_graph._dtypes import dtype_name
 from conftest import random
 
-KINDS = ["ConvTransposeBackwardData", "ConvolutionBackwardData"]
+KINDS = ["ConvTransposeBackwardData", "ConvTransposeBackwardWeights", "ConvolutionBackwardData"]
 
 GEOMETRIES = [  # (strides, pads_begin, pads_end, dilations, output_padding)
     (1, 0, 0, 1, 0),
@@ -54,9 +54,11 @@ def test_every_alternative_computes_the_op(kind, geometry, data_format, dtype):
     arrays = list(p.args)
     out = np.empty(p.output_shape, arrays[0].dtype)
     if alt.crop:  # the backward ops leave out diff_dst's unread tail
-        arrays[0] = crop(arrays[0], data_format, alt.crop)
+        index = _lowering.geometry_tensor(kind)
+        arrays[index] = crop(arrays[index], data_format, alt.crop)
     op = _compiled.CompiledOp(alt.kind, alt.attrs, dtype_name(arrays[0].dtype),
-                              [_compiled.meta(a) for a in arrays], _compiled.meta(out))
+                              [_compiled.meta(a) for a in arrays], _compiled.meta(out),
+                              input_order=alt.input_order)
     op.execute(arrays, out)
     result = _support._check(p, out)
     assert result.ok, str(result)
@@ -65,7 +67,7 @@ def test_every_alternative_computes_the_op(kind, geometry, data_format, dtype):
 @pytest.mark.parametrize("kind", KINDS)
 def test_tune_keeps_the_fastest_and_computes_the_op(kind):
     p = _problem(kind, GEOMETRIES[1], "NXC", "f32")
-    inputs = dict(zip(("diff_dst", "weights"), p.args))
+    inputs = dict(zip(og.operation._FUNCTIONS[kind][1], p.args))
     op = og.compile_op(kind, tune=True, **inputs, **p.kwargs)
     assert op.tuning is not None and len(op.tuning) == 2
     assert op.lowering == min(op.tuning, key=op.tuning.get)
@@ -88,3 +90,39 @@ def test_ops_without_an_alternative_are_not_timed(rng):
     x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 3, 3), "f32")
     op = og.compile_op("ConvTranspose", src=x, weights=w, tune=True)
     assert op.tuning is None and op.lowering == "native"
+
+
+def test_a_tuned_operation_still_names_a_wrong_input():
+    """Whichever lowering it keeps (one may take the inputs in another order), the
+    operation checks its arguments as any other and names the one at fault."""
+    p = _problem("ConvTransposeBackwardWeights", GEOMETRIES[1], "NXC", "f32")
+    x, dy = p.args
+    op = og.compile_op("ConvTransposeBackwardWeights", tune=True, src=x, diff_dst=dy, **p.kwargs)
+    with pytest.raises(TypeError, match="diff_dst"):
+        op(x, dy.astype(np.float64))
+    with pytest.raises(TypeError, match="takes 2 inputs"):
+        op(x)
+    with pytest.raises(ValueError):
+        op(x, dy[:, :-1])
+
+
+def test_set_tuning_lets_the_functional_api_tune_new_problems():
+    p = _problem("ConvTransposeBackwardWeights", GEOMETRIES[1], "NXC", "f32")
+    shape_kwargs = dict(p.kwargs)
+    og.clear_cache()
+    og.set_tuning(True)
+    try:
+        assert og.tuning_enabled()
+        # An `out` in Fortran order: tuning times into memory of that layout, not into `out`.
+        out = np.full(p.output_shape[::-1], np.nan, np.float32).T
+        got = og.conv_transpose_backward_weights(*p.args, out=out, **shape_kwargs)
+        [compiled] = _compiled.CACHE.ops()
+        assert compiled.tuning is not None and compiled.lowering in compiled.tuning
+    finally:
+        og.set_tuning(False)
+        og.clear_cache()
+    assert got is out and not og.tuning_enabled()
+    result = _support._check(p, out)
+    assert result.ok, str(result)
+    with pytest.raises(TypeError, match="bool"):
+        og.set_tuning(1)

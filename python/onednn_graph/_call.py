@@ -36,7 +36,9 @@ class Prepared:
         # The caller's arrays go to oneDNN as they are: execute_arrays(stream,
         # inputs, (out,)) is the whole call (it checks every buffer itself).
         plain = not crop and out_perm is None and not self.any_copy
-        self.direct = op.compiled.execute_arrays if plain else None
+        execute = op.compiled.execute_arrays
+        self.direct = None if not plain else _in_order(execute, op.input_order) if op.input_order \
+            else execute
 
     def run(self, inputs: list[np.ndarray], out: np.ndarray) -> np.ndarray:
         """Execute on checked `inputs`, writing `out` (of ``output_shape``)."""
@@ -60,6 +62,15 @@ class Prepared:
                 tail[axis] = slice(target.shape[axis] - c, None)
                 target[tuple(tail)] = per_channel
         return out
+
+
+def _in_order(execute: Any, order: tuple[int, ...]) -> Any:
+    """`execute` (execute_arrays) for an op that takes the caller's inputs in `order`."""
+    def direct(stream: Any, arrays: Sequence[Any], outputs: tuple) -> None:
+        if len(arrays) != len(order):
+            raise TypeError(f"expected {len(order)} inputs, got {len(arrays)}")
+        execute(stream, [arrays[i] for i in order], outputs)
+    return direct
 
 
 def spatial_axes(data_format: str, ndim: int) -> range:
@@ -100,8 +111,9 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
     position of an input to compile in as constant (its data is copied).
     `copied` says which of the caller's arrays ``_arrays.as_input`` had to copy
     (a repeated call copies those again); by default, those `inputs` oneDNN
-    cannot describe. With `tune` (``compile_op`` only, no `out_meta`), every
-    lowering of the problem is compiled and timed, and the fastest is kept.
+    cannot describe. With `tune`, every lowering of the problem is compiled
+    and timed (on the given inputs and a result array of its own), and the
+    fastest is kept.
     """
     dtypes = {a.dtype for a in inputs}
     if len(dtypes) != 1:
@@ -153,7 +165,10 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
         # reserves address space, so this costs the first call nothing.
         target = _arrays.allocate(kind, result_shape, dtype)
     else:
-        target = np.lib.stride_tricks.as_strided(np.empty(1, dtype), out_meta[0],
+        # The caller's `out` layout. Only its description is compiled, so one
+        # element of memory stands for it, unless tuning executes into it.
+        span = 1 + sum((d - 1) * s for d, s in zip(out_meta[0], out_meta[1])) if tune else 1
+        target = np.lib.stride_tricks.as_strided(np.empty(max(span, 1), dtype), out_meta[0],
                                                  [s * dtype.itemsize for s in out_meta[1]])
     if out_perm is not None:
         target = target.transpose(out_perm)
@@ -169,7 +184,7 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
     try:
         op = _compiled.CompiledOp(native.kind, native.attrs, dtype_name(dtype),
                                   [_compiled.meta(a) for a in arrays], _compiled.meta(target),
-                                  constants)
+                                  constants, native.input_order)
     except UnsupportedError as exc:
         if native.kind == kind:
             raise
@@ -177,8 +192,7 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
         raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
                                exc.status) from None
     op.lowering = native.lowering
-    if tune:
-        assert out_meta is None, "tuning writes its own result array"
+    if tune and target.size:
         op = _tune(op, plan, input_shapes, native, arrays, target, constants)
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, native.crop,
                     plan.attrs.data_format, out_perm)
@@ -193,7 +207,7 @@ def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, nativ
         try:
             compiled = _compiled.CompiledOp(other.kind, other.attrs, op.dtype,
                                             [_compiled.meta(a) for a in arrays],
-                                            _compiled.meta(target), constants)
+                                            _compiled.meta(target), constants, other.input_order)
         except UnsupportedError:
             continue  # oneDNN 3.2 cannot compile this formulation here; the others remain
         compiled.lowering = other.lowering
@@ -272,7 +286,8 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
                 out_meta = _compiled.meta(view)
         # as_input returns the caller's own array unless it had to copy it.
         copied = tuple(i is not a for i, a in zip(inputs, arrays))
-        prepared = prepare(kind, names, inputs, attrs, out_meta, copied=copied)
+        prepared = prepare(kind, names, inputs, attrs, out_meta, copied=copied,
+                           tune=_tuning.tuning_enabled())
         if key is not None:
             _compiled.CACHE.store(key, prepared, prepared.op.compile_seconds)
     elif prepared.any_copy:

@@ -65,17 +65,22 @@ class CompiledOp:
 
     def __init__(self, kind: str, attrs: dict[str, Any], dtype: str,
                  inputs: Sequence[tuple], output: tuple,
-                 constants: Optional[dict[int, np.ndarray]] = None) -> None:
+                 constants: Optional[dict[int, np.ndarray]] = None,
+                 input_order: tuple[int, ...] = ()) -> None:
         self.kind, self.attrs, self.dtype = kind, attrs, dtype
+        # `inputs`, `constants` and execute()'s arrays are in the caller's order;
+        # the op takes caller position input_order[j] as its input j.
+        self.input_order = input_order
+        order = input_order or tuple(range(len(inputs)))
         self.lowering = "native"  # how the spec-level op became this one (set by _call)
         # compile_op(..., tune=True): median seconds per call of each lowering tried
         self.tuning: Optional[dict[str, float]] = None
         self.constants = {i: _private_copy(a) for i, a in (constants or {}).items()}
         n = len(inputs)
         self.inputs = [
-            _core.LogicalTensor(i, dtype, shape, strides, "strided",
+            _core.LogicalTensor(j, dtype, inputs[i][0], inputs[i][1], "strided",
                                 "constant" if i in self.constants else "variable")
-            for i, (shape, strides) in enumerate(inputs)]
+            for j, i in enumerate(order)]
         self.output = _core.LogicalTensor(n, dtype, output[0], output[1])
         describe = f"{kind} ({dtype}, attrs {attrs})"
         start = time.perf_counter()
@@ -104,6 +109,8 @@ class CompiledOp:
 
     def execute(self, inputs: Sequence[np.ndarray], output: np.ndarray) -> None:
         """Run on `inputs` (a constant one must be ``self.constants[i]`` itself) writing `output`."""
+        if self.input_order:
+            inputs = [inputs[i] for i in self.input_order]
         self.compiled.execute_arrays(stream(), inputs, (output,))
 
 

@@ -63,6 +63,8 @@ class NativeOp:
     # tensor (dst of ConvTranspose, diff_dst of the backward ops) that the op
     # is not given: see the module docstring.
     crop: tuple[int, ...] = ()
+    # The caller's input positions in the order this op takes them; () = as given.
+    input_order: tuple[int, ...] = ()
 
 
 def _explicit(plan: shapes.Plan, pads_end: tuple[int, ...], **extra: Any) -> dict[str, Any]:
@@ -152,11 +154,21 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     """Other ops that compute what `chosen` (``lower``'s answer) computes, with the
     same crop: candidates for ``compile_op(..., tune=True)``, which keeps the fastest.
 
-    ConvTransposeBackwardData can always run as a forward Convolution, and
-    ConvolutionBackwardData with groups = 1 as a ConvTranspose; which is faster
-    depends on the problem (benchmarks/alternative_lowerings.py).
+    ConvTransposeBackwardData can always run as a forward Convolution,
+    ConvTransposeBackwardWeights as the ConvolutionBackwardWeights of diff_dst
+    (as src) and src (as diff_dst), and ConvolutionBackwardData with groups = 1
+    as a ConvTranspose; which is faster depends on the problem
+    (benchmarks/alternative_lowerings.py).
     """
     a = plan.attrs
+    if a.kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS and chosen.kind == a.kind:
+        # ConvTranspose(x, W) is the backward data of Convolution(y, W) over the
+        # same weights memory (IOX read as OIX, XOI as XIO), so their weight
+        # gradients are one: conv's src is diff_dst, its diff_dst is src.
+        attrs = dict(chosen.attrs, weights_format=TRANSPOSE_AS_CONV_FORMAT[chosen.attrs["weights_format"]])
+        return [NativeOp("ConvolutionBackwardWeights", attrs,
+                         "ConvolutionBackwardWeights of diff_dst and src (chosen by measurement)",
+                         chosen.crop, input_order=(1, 0))]
     if a.kind == _attrs.CONV_TRANSPOSE_BWD_DATA and chosen.kind == a.kind:
         # lower() hands this op explicit pads (auto_pad "None"), folded and cropped.
         pads_end = tuple(int(p) for p in chosen.attrs["pads_end"])
