@@ -33,6 +33,7 @@ from ._core import CompiledPartition, Engine, LogicalTensor, Stream
 from ._compiled import CacheInfo, cache_info, clear_cache, set_cache_capacity
 from ._graph import Graph, Op, Partition, Tensor
 from ._info import capabilities
+from ._tuning import set_tuning, tuning_enabled
 from ._version import cpu_isa, onednn_version
 from .operation import Operation, compile_op
 from .ops import (conv_transpose, conv_transpose_backprop_filters,
@@ -49,5 +50,5 @@ __all__ = [
     "conv_transpose_backprop_filters", "conv_transpose_backward_data",
     "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa", "graph_json",
     "load_graph", "onednn_version", "output_shape", "padding", "reference", "reproducer",
-    "save_graph", "set_cache_capacity", "shapes", "torch_like",
+    "save_graph", "set_cache_capacity", "set_tuning", "shapes", "torch_like", "tuning_enabled",
 ]

@@ -20,6 +20,34 @@ import numpy as np
 
 from ._compiled import CompiledOp
 
+# og.set_tuning(True): the functional API tunes each new problem too (like
+# torch.backends.cudnn.benchmark). Off by default: it multiplies a first call's
+# cost, and a problem's result may then differ in rounding from an untuned run.
+_functional = False
+
+
+def set_tuning(enabled: bool) -> None:
+    """Let the functional API measure every lowering of a new problem and keep the
+    fastest, as ``compile_op(..., tune=True)`` does (cached calls are unaffected).
+
+    Examples
+    --------
+    >>> import onednn_graph as og
+    >>> og.set_tuning(True); og.tuning_enabled()
+    True
+    >>> og.set_tuning(False)
+    """
+    global _functional
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_tuning takes a bool, got {type(enabled).__name__}")
+    _functional = enabled
+
+
+def tuning_enabled() -> bool:
+    """Whether the functional API tunes new problems (``set_tuning``)."""
+    return _functional
+
+
 ROUNDS = 3
 SECONDS_PER_ROUND = 0.01  # per candidate; at least one call each
 
