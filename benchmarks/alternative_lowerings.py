@@ -1,4 +1,5 @@
 """Each op that oneDNN 3.2 can compute in more than one way, timed both ways:
+ConvTranspose (groups = 1, no bias) natively and as a ConvolutionBackwardData,
 ConvTransposeBackwardData natively and as the forward Convolution it equals,
 ConvTransposeBackwardWeights natively and as the ConvolutionBackwardWeights of
 diff_dst and src, ConvolutionBackwardData (groups = 1) natively and as a
@@ -20,7 +21,8 @@ import numpy as np
 from onednn_graph import _attrs, _bench, _compiled, _lowering, reference, shapes, tolerance
 from onednn_graph._dtypes import dtype_name
 
-KINDS = {"ConvTransposeBackwardData": reference.conv_transpose_backward_data,
+KINDS = {"ConvTranspose": reference.conv_transpose,
+         "ConvTransposeBackwardData": reference.conv_transpose_backward_data,
          "ConvTransposeBackwardWeights": reference.conv_transpose_backward_weights,
          "ConvolutionBackwardData": reference.convolution_backward_data}
 

@@ -154,13 +154,24 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     """Other ops that compute what `chosen` (``lower``'s answer) computes, with the
     same crop: candidates for ``compile_op(..., tune=True)``, which keeps the fastest.
 
-    ConvTransposeBackwardData can always run as a forward Convolution,
+    ConvTranspose without bias and groups = 1 can run as a ConvolutionBackwardData,
+    ConvTransposeBackwardData always as a forward Convolution,
     ConvTransposeBackwardWeights as the ConvolutionBackwardWeights of diff_dst
     (as src) and src (as diff_dst), and ConvolutionBackwardData with groups = 1
     as a ConvTranspose; which is faster depends on the problem
     (benchmarks/alternative_lowerings.py).
     """
     a = plan.attrs
+    if a.kind == _attrs.CONV_TRANSPOSE and chosen.kind == a.kind and a.groups == 1 \
+            and len(input_shapes) == 2 and not chosen.crop:
+        # ConvTranspose(x, W) is the backward data of Convolution over the same
+        # weights memory; 3.2 compiles that for groups = 1 (see the module
+        # docstring) and it has no bias input.
+        pads_end = tuple(pe - op for pe, op in zip(plan.pads_end, a.output_padding))
+        return [NativeOp(_attrs.CONV_BWD_DATA, _explicit(
+            plan, pads_end, weights_format=TRANSPOSE_AS_CONV_FORMAT[a.weights_format],
+            dst_shape=list(plan.output_shape)),
+            "ConvolutionBackwardData over the same weights (chosen by measurement)")]
     if a.kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS and chosen.kind == a.kind:
         # ConvTranspose(x, W) is the backward data of Convolution(y, W) over the
         # same weights memory (IOX read as OIX, XOI as XIO), so their weight
