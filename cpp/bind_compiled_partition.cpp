@@ -88,27 +88,23 @@ WrappedArrays wrap_arrays(const char *role, const std::vector<dg::logical_tensor
 
 // oneDNN would read what it writes: an output may share memory with an input
 // only where the compiled partition names the pair (input id, output id) as
-// in-place. Arrays are given with their logical tensors' ids, in the caller's order.
-void check_no_overlap(const CompiledPartition &c, const std::vector<size_t> &in_ids,
-        const std::vector<py::array> &ins, const std::vector<size_t> &out_ids,
+// in-place. Arrays come with their logical tensors, in the caller's order; ids
+// are read only for an overlapping pair, so the hot path pays two bounds tests.
+void check_no_overlap(const CompiledPartition &c, const std::vector<dg::logical_tensor> &in_lts,
+        const std::vector<py::array> &ins, const std::vector<dg::logical_tensor> &out_lts,
         const std::vector<py::array> &outs) {
     for (size_t o = 0; o < outs.size(); ++o)
         for (size_t i = 0; i < ins.size(); ++i) {
             if (!overlaps(outs[o], ins[i])) continue;
-            const std::pair<size_t, size_t> pair {in_ids[i], out_ids[o]};
+            const size_t in_id = in_lts[i].get_id(), out_id = out_lts[o].get_id();
+            const std::pair<size_t, size_t> pair {in_id, out_id};
             bool inplace = false;
             for (const auto &p : c.compiled.get_inplace_ports()) inplace |= p == pair;
             if (!inplace)
-                throw py::value_error("execute: output " + std::to_string(o) + " (id " + std::to_string(out_ids[o])
-                        + ") shares memory with input " + std::to_string(i) + " (id " + std::to_string(in_ids[i])
+                throw py::value_error("execute: output " + std::to_string(o) + " (id " + std::to_string(out_id)
+                        + ") shares memory with input " + std::to_string(i) + " (id " + std::to_string(in_id)
                         + "), and the partition does not compute them in place; oneDNN would read what it writes");
         }
-}
-
-std::vector<size_t> ids(const std::vector<dg::logical_tensor> &lts) {
-    std::vector<size_t> out;
-    for (const auto &lt : lts) out.push_back(lt.get_id());
-    return out;
 }
 
 } // namespace
@@ -138,11 +134,11 @@ void bind_compiled_partition(py::module_ &m) {
                             "the partition was compiled for; create the Stream on that Engine");
                 auto ins = check_args("input", c.inputs, inputs, false);
                 auto outs = check_args("output", c.outputs, outputs, true);
-                std::vector<size_t> in_ids, out_ids;
+                std::vector<dg::logical_tensor> in_lts, out_lts;
                 std::vector<py::array> in_arrays, out_arrays;
-                for (const Tensor *t : inputs) in_ids.push_back(t->logical.get_id()), in_arrays.push_back(t->array);
-                for (const Tensor *t : outputs) out_ids.push_back(t->logical.get_id()), out_arrays.push_back(t->array);
-                check_no_overlap(c, in_ids, in_arrays, out_ids, out_arrays);
+                for (const Tensor *t : inputs) in_lts.push_back(t->logical), in_arrays.push_back(t->array);
+                for (const Tensor *t : outputs) out_lts.push_back(t->logical), out_arrays.push_back(t->array);
+                check_no_overlap(c, in_lts, in_arrays, out_lts, out_arrays);
                 // The Python lists hold the Tensors (and their arrays) for the
                 // whole call, so the buffers outlive the GIL-free section.
                 without_gil([&] {
@@ -163,7 +159,7 @@ void bind_compiled_partition(py::module_ &m) {
                             "one the partition was compiled for");
                 auto ins = wrap_arrays("input", c.inputs, c.input_specs, inputs, false, c.engine);
                 auto outs = wrap_arrays("output", c.outputs, c.output_specs, outputs, true, c.engine);
-                check_no_overlap(c, ids(c.inputs), ins.arrays, ids(c.outputs), outs.arrays);
+                check_no_overlap(c, c.inputs, ins.arrays, c.outputs, outs.arrays);
                 // `held` keeps every array alive while oneDNN runs without the
                 // GIL, even if another thread empties the caller's list meanwhile.
                 without_gil([&] {

@@ -35,10 +35,26 @@ class Prepared:
         self.data_format, self.out_perm = data_format, out_perm
         # The caller's arrays go to oneDNN as they are: execute_arrays(stream,
         # inputs, (out,)) is the whole call (it checks every buffer itself).
-        plain = not crop and out_perm is None and not self.any_copy
-        execute = op.compiled.execute_arrays
-        self.direct = None if not plain else _in_order(execute, op.input_order) if op.input_order \
-            else execute
+        self.direct: Any = None
+        if not crop and out_perm is None and not self.any_copy:
+            self.direct = op.compiled.execute_arrays
+            if op.input_order:
+                self.direct = _in_order(self.direct, op.input_order)
+
+    def run_direct(self, arrays: Sequence[Any], out: Any) -> Any:
+        """The hot path: `arrays` (and `out`, or a new result) straight to oneDNN,
+        which checks dtype, shape, strides, writeability and overlap before it
+        runs. Returns the result, or None when there is no direct path or
+        anything was refused (nothing ran): the caller's checked path then names
+        the argument at fault, or converts it (a torch tensor, say)."""
+        if self.direct is None or not (out is None or type(out) is np.ndarray):
+            return None
+        target = np.empty(self.output_shape, self.dtype) if out is None else out
+        try:
+            self.direct(_compiled.stream(), arrays, (target,))
+        except (TypeError, ValueError):
+            return None
+        return target
 
     def run(self, inputs: list[np.ndarray], out: np.ndarray) -> np.ndarray:
         """Execute on checked `inputs`, writing `out` (of ``output_shape``)."""
@@ -250,8 +266,6 @@ def _python_signature(kind: str, arrays: Sequence[Any], out: Any,
     return (kind, tuple(metas), out, tuple([_freeze(v) for v in values]))
 
 
-
-
 def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
         attrs: dict[str, Any]) -> Any:
     """The functional API's body: find or prepare the call, then run it.
@@ -268,15 +282,12 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
     if key is None:
         key = _python_signature(kind, arrays, out, values)
     prepared = _compiled.CACHE.lookup(key) if key is not None else None
-    if prepared is not None and prepared.direct is not None:
+    if prepared is not None:
         # The signature settled every check but two, which execute_arrays makes
         # before oneDNN runs: `out` is writeable and shares no memory with an input.
-        target = np.empty(prepared.output_shape, prepared.dtype) if out is None else out
-        try:
-            prepared.direct(_compiled.stream(), arrays, (target,))
-            return target
-        except (TypeError, ValueError):
-            pass  # nothing ran; the checked path below names the argument at fault
+        result = prepared.run_direct(arrays, out)
+        if result is not None:
+            return result
     if prepared is None:
         inputs = [_arrays.as_input(n, a) for n, a in zip(names, arrays)]
         out_meta = None

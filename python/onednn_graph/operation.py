@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from . import _arrays, _attrs, _call, _compiled, _dtypes, ops
+from . import _arrays, _attrs, _call, _dtypes, ops
 
 __all__ = ["Operation", "compile_op"]
 
@@ -78,9 +78,11 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
         leave the weights out.
     tune : bool
         Where the problem can be computed by more than one oneDNN op
-        (ConvTransposeBackwardData also as a forward Convolution,
-        ConvolutionBackwardData with groups = 1 also as a ConvTranspose),
-        compile each, time each on the given arrays (shapes: on ones) and keep
+        (``_lowering.alternatives``: ConvTranspose without bias and with
+        groups = 1 also as a ConvolutionBackwardData, ConvTransposeBackwardData
+        as a forward Convolution, ConvTransposeBackwardWeights as a
+        ConvolutionBackwardWeights, ConvolutionBackwardData with groups = 1 as
+        a ConvTranspose), compile each, time each on the given arrays (shapes: on ones) and keep
         the fastest; ``Operation.tuning`` has the times. Costs a few calls'
         time once; the results agree within the package's error bound, not
         bit for bit.
@@ -172,19 +174,10 @@ class Operation:
         return None if self._constant is None else self._prepared.op.constants[self._constant]
 
     def __call__(self, *arrays: Any, out: Any = None) -> np.ndarray:
-        direct = self._prepared.direct
-        if direct is not None and (out is None or type(out) is np.ndarray):
-            # Optimistic: execute_arrays checks dtype, shape, strides, writeability
-            # and overlap of every array before oneDNN runs. Anything else (a
-            # torch tensor, a wrong array) takes the checked path below, which
-            # converts it or raises an error that names the argument.
-            target = np.empty(self._prepared.output_shape, self._dtype) if out is None else out
-            try:
-                direct(_compiled.stream(),
-                       arrays if self._constant is None else self._with_constant(arrays), (target,))
-                return target
-            except (TypeError, ValueError):
-                pass
+        result = self._prepared.run_direct(
+            arrays if self._constant is None else self._with_constant(arrays), out)
+        if result is not None:
+            return result
         if len(arrays) != self._n:
             raise TypeError(f"{self.kind} takes {self._n} inputs {self.input_names}, got {len(arrays)}")
         p = self._prepared
