@@ -6,6 +6,7 @@
 // Reads the problem from stdin, one item per line:
 //   kind ConvTranspose
 //   dtype f32
+//   threads <n>                OpenMP threads (optional; the package's choice for the problem)
 //   input <shape comma-separated> <strides comma-separated>     (in order)
 //   output <shape> <strides>
 //   ints <attr> <v,v,...>      int64 list attribute (strides, pads_begin, ..., weights_shape)
@@ -16,10 +17,15 @@
 // partition (the same "debug" single-op partitioning the package uses), and the
 // first execution after it. Then it serves commands:
 //   run <n>    executes n times; prints "times <us> <us> ..." (one per call)
+//   first      empties oneDNN's primitive and compiled-partition caches, then
+//              again builds, compiles and executes once; prints "compiled <ms> first <ms>"
 //   memory     resets the peak RSS, executes once; prints "memory <rss kB before> <peak kB>"
 //   quit
 // Build: see benchmarks/README.md (the suite builds it on demand).
+#include <oneapi/dnnl/dnnl.hpp>
 #include <oneapi/dnnl/dnnl_graph.hpp>
+
+#include <omp.h>
 
 #include <algorithm>
 #include <fstream>
@@ -96,6 +102,13 @@ int main() {
         if (tag == "ready") break;
         if (tag == "kind") ss >> kind_name;
         else if (tag == "dtype") ss >> dtype_name;
+        else if (tag == "threads") {
+            // The package runs small problems on one thread (onednn_graph._cost):
+            // the same OpenMP setting here, for compiling and executing.
+            int n = 0;
+            ss >> n;
+            if (n > 0) omp_set_num_threads(n);
+        }
         else if (tag == "input" || tag == "output") {
             std::string shape, strides;
             ss >> shape >> strides;
@@ -128,26 +141,40 @@ int main() {
     }
     buffers.emplace_back(out_lt.get_mem_size(), 0);
 
-    const auto c0 = clock_type::now();
-    graph g(dnnl::engine::kind::cpu);
-    g.add_op(o);
-    g.finalize();
-    auto parts = g.get_partitions(partition::policy::debug);
-    if (parts.size() != 1 || !parts[0].is_supported()) {
+    // Graph to compiled partition (the same "debug" single-op partitioning the
+    // package uses), then one execution: what a first call costs. Returns the
+    // compiled partition, or nothing when oneDNN does not support the problem.
+    auto first_call = [&](double &compile_ms, double &first_ms) -> std::vector<compiled_partition> {
+        const auto c0 = clock_type::now();
+        graph g(dnnl::engine::kind::cpu);
+        g.add_op(o);
+        g.finalize();
+        auto parts = g.get_partitions(partition::policy::debug);
+        if (parts.size() != 1 || !parts[0].is_supported()) return {};
+        compiled_partition cp = parts[0].compile(in_lts, {out_lt}, eng);
+        const auto c1 = clock_type::now();
+        std::vector<tensor> ins, outs;
+        for (size_t i = 0; i < in_lts.size(); ++i) ins.emplace_back(in_lts[i], eng, buffers[i].data());
+        outs.emplace_back(out_lt, eng, buffers.back().data());
+        cp.execute(strm, ins, outs);
+        strm.wait();
+        const auto c2 = clock_type::now();
+        compile_ms = std::chrono::duration<double, std::milli>(c1 - c0).count();
+        first_ms = std::chrono::duration<double, std::milli>(c2 - c1).count();
+        return {cp};
+    };
+    double compile_ms = 0, first_ms = 0;
+    auto compiled = first_call(compile_ms, first_ms);
+    if (compiled.empty()) {
         std::printf("error unsupported\n");
         return 1;
     }
-    compiled_partition cp = parts[0].compile(in_lts, {out_lt}, eng);
-    const auto c1 = clock_type::now();
+    compiled_partition cp = compiled[0];
     std::vector<tensor> in_ts, out_ts;
     for (size_t i = 0; i < in_lts.size(); ++i)
         in_ts.emplace_back(in_lts[i], eng, buffers[i].data());
     out_ts.emplace_back(out_lt, eng, buffers.back().data());
-    cp.execute(strm, in_ts, out_ts);
-    strm.wait();
-    const auto c2 = clock_type::now();
-    std::printf("compiled %.4f first %.4f\n", std::chrono::duration<double, std::milli>(c1 - c0).count(),
-            std::chrono::duration<double, std::milli>(c2 - c1).count());
+    std::printf("compiled %.4f first %.4f\n", compile_ms, first_ms);
     std::fflush(stdout);
 
     while (std::getline(std::cin, line)) {
@@ -155,6 +182,20 @@ int main() {
         std::string cmd;
         ss >> cmd;
         if (cmd == "quit") break;
+        if (cmd == "first") {
+            // Again from cold library caches: the process's first call also paid
+            // one-time costs (thread pool, CPU dispatch) besides the problem's own.
+            const int primitives = dnnl::get_primitive_cache_capacity();
+            const int partitions = get_compiled_partition_cache_capacity();
+            dnnl::set_primitive_cache_capacity(0);
+            set_compiled_partition_cache_capacity(0);
+            dnnl::set_primitive_cache_capacity(primitives);
+            set_compiled_partition_cache_capacity(partitions);
+            first_call(compile_ms, first_ms);
+            std::printf("compiled %.4f first %.4f\n", compile_ms, first_ms);
+            std::fflush(stdout);
+            continue;
+        }
         if (cmd == "memory") {
             std::ofstream("/proc/self/clear_refs") << "5";  // resets VmHWM to the current RSS
             const long before = status_kb("VmRSS");

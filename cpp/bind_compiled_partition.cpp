@@ -7,6 +7,7 @@
 #include "errors.hpp"
 #include "buffers.hpp"
 #include "holders.hpp"
+#include "threads.hpp"
 
 #include <set>
 
@@ -122,6 +123,8 @@ void bind_compiled_partition(py::module_ &m) {
             .def_property_readonly("inplace_ports", [](const CompiledPartition &c) {
                 return c.compiled.get_inplace_ports();
             }, "Pairs (input id, output id) that may share memory.")
+            .def_readonly("threads", &CompiledPartition::threads,
+                    "OpenMP threads it was compiled for and runs on; 0: oneDNN's default.")
             .def_readonly("inputs", &CompiledPartition::inputs)
             .def_readonly("outputs", &CompiledPartition::outputs)
             .def("execute", [](const CompiledPartition &c, dnnl::stream &stream,
@@ -143,6 +146,7 @@ void bind_compiled_partition(py::module_ &m) {
                 // whole call, so the buffers outlive the GIL-free section.
                 without_gil([&] {
                     std::lock_guard<std::mutex> one_at_a_time(*c.executing);
+                    ThreadLimit limit(c.threads);
                     c.compiled.execute(stream, ins, outs);
                     stream.wait();
                 });
@@ -164,6 +168,7 @@ void bind_compiled_partition(py::module_ &m) {
                 // GIL, even if another thread empties the caller's list meanwhile.
                 without_gil([&] {
                     std::lock_guard<std::mutex> one_at_a_time(*c.executing);
+                    ThreadLimit limit(c.threads);
                     c.compiled.execute(stream, ins.tensors, outs.tensors);
                     stream.wait();
                 });

@@ -4,6 +4,7 @@
 #include "common.hpp"
 #include "convert.hpp"
 #include "holders.hpp"
+#include "threads.hpp"
 
 namespace onednn_graph {
 
@@ -23,8 +24,14 @@ dg::partition::policy to_policy(const std::string &name) {
 }
 
 CompiledPartition compile(const dg::partition &p, std::vector<dg::logical_tensor> inputs,
-        std::vector<dg::logical_tensor> outputs, const dnnl::engine &engine) {
-    auto compiled = without_gil([&] { return p.compile(inputs, outputs, engine); });
+        std::vector<dg::logical_tensor> outputs, const dnnl::engine &engine, int threads) {
+    if (threads < 0) throw py::value_error("compile: threads must be >= 0 (0: oneDNN's default), got "
+            + std::to_string(threads));
+    if (!can_limit_threads()) threads = 0;
+    auto compiled = without_gil([&] {
+        ThreadLimit limit(threads);
+        return p.compile(inputs, outputs, engine);
+    });
     // Outputs given with an unknown shape or layout are filled in by oneDNN;
     // remember what it decided, since execute() checks buffers against it.
     for (auto &lt : outputs)
@@ -35,7 +42,7 @@ CompiledPartition compile(const dg::partition &p, std::vector<dg::logical_tensor
     for (const auto &lt : inputs) input_specs.push_back(buffer_spec(lt));
     for (const auto &lt : outputs) output_specs.push_back(buffer_spec(lt));
     return CompiledPartition {compiled, engine, std::move(inputs), std::move(outputs),
-            std::move(input_specs), std::move(output_specs), std::make_shared<std::mutex>()};
+            std::move(input_specs), std::move(output_specs), threads, std::make_shared<std::mutex>()};
 }
 
 } // namespace
@@ -73,7 +80,11 @@ void bind_graph(py::module_ &m) {
                     [](const dg::partition &p) { return from_engine_kind(p.get_engine_kind()); })
             // No py::keep_alive<0, 4> here: pybind11 3.1.0 runs a return-value
             // keep_alive even when the arguments fail to convert, and crashes.
-            .def("compile", &compile, py::arg("inputs"), py::arg("outputs"), py::arg("engine"))
+            .def("compile", &compile, py::arg("inputs"), py::arg("outputs"), py::arg("engine"),
+                    py::arg("threads") = 0,
+                    "Compile for `engine`. `threads` > 0 caps the OpenMP threads the partition is\n"
+                    "compiled for and runs on (where oneDNN uses OpenMP; else ignored, see\n"
+                    "CompiledPartition.threads); 0 leaves oneDNN's default.")
             .def("__repr__", [](const dg::partition &p) {
                 return "Partition(id=" + std::to_string(p.get_id()) + ", supported="
                         + (p.is_supported() ? "True" : "False") + ")";

@@ -1,6 +1,7 @@
-// Library facts: oneDNN version, CPU runtime, the ISA it dispatches to, and the
-// process-wide constant-tensor cache switch.
+// Library facts: oneDNN version, CPU runtime, the ISA it dispatches to, the
+// process-wide constant-tensor cache switch, and emptying oneDNN's own caches.
 #include "common.hpp"
+#include "threads.hpp"
 
 namespace onednn_graph {
 
@@ -50,6 +51,21 @@ void bind_version(py::module_ &m) {
             [](bool on) { dg::set_constant_tensor_cache(on ? 1 : 0); },
             py::arg("enabled"),
             "Turn oneDNN's process-wide constant-tensor cache on or off.");
+    m.def("can_limit_threads", &can_limit_threads,
+            "Whether a compiled partition can run on fewer threads than oneDNN's default "
+            "(oneDNN uses OpenMP and its runtime is loaded).");
+    m.def("clear_onednn_caches", [] {
+        // A capacity of 0 evicts every entry; the old capacity is then restored.
+        // What a fresh process would compile is compiled again: the benchmark's
+        // first calls are measured cold, as the C++ program's are.
+        const int primitives = dnnl::get_primitive_cache_capacity();
+        const int partitions = dg::get_compiled_partition_cache_capacity();
+        dnnl::set_primitive_cache_capacity(0);
+        dg::set_compiled_partition_cache_capacity(0);
+        dnnl::set_primitive_cache_capacity(primitives);
+        dg::set_compiled_partition_cache_capacity(partitions);
+    }, "Empty oneDNN's process-wide primitive and compiled-partition caches (compiled ops "
+       "already held keep their kernels).");
 }
 
 } // namespace onednn_graph

@@ -33,8 +33,9 @@ def test_one_measurement_and_its_report():
     tiny = next(c for c in _bench.CASES if c.name == "tiny")
     p = _bench.problem(tiny, "ConvTranspose", "f32", "NXC")
     r = _bench.measure(p, None, None, rounds=1, target=1e-4)
-    assert r["functional"] > 0 and r["compiled"] > 0 and r["lowering"] == "native"
+    # the tiny problem runs on one thread where OpenMP allows it (_cost.threads)
+    assert r["functional"] > 0 and r["compiled"] > 0 and r["lowering"].startswith("native")
     r.update(case="tiny", kind="ConvTranspose", dtype="f32", format="NXC",
              gflops=_bench.flops(tiny) / r["functional"] / 1e9)
-    text = _bench.report([r], {"f32": None}, 1.0, [])
+    text = _bench.report([r], {"f32": None}, 1.0, [], rounds=1)
     assert "| tiny | CT | f32 | NXC |" in text and math.isfinite(r["gflops"])

@@ -1,8 +1,10 @@
 """The spec-level Op/Graph/Partition: the s32 shape input, the legacy op, lowerings.
 
 Truth is the functional API's result, itself checked against the reference
-in test_ops; both run the same oneDNN kernels, so results must be equal
-bit for bit.
+in test_ops. Both run the same oneDNN kernels, but the functional API runs
+these small problems on one thread (``_cost.threads``) and the partitions here
+run on oneDNN's default, so a sum may be split between threads differently
+(``same_sums``).
 """
 
 import numpy as np
@@ -15,6 +17,13 @@ ENGINE = og.Engine()
 STREAM = og.Stream(ENGINE)
 CTBW_ATTRS = {"strides": [2], "pads_begin": [1], "pads_end": [0], "dilations": [1],
               "data_format": "NXC", "weights_format": "XOI"}
+
+
+def same_sums(got, want, terms=32):
+    """Equal up to the order of each output's sum: every output here sums at most
+    `terms` products of inputs in [-1, 1), and two f32 summation orders of n
+    such products differ by at most 2 * n * eps * sum |product| <= 2 * n^2 * eps."""
+    np.testing.assert_allclose(got, want, rtol=0, atol=2 * terms ** 2 * np.finfo(np.float32).eps)
 
 
 def _run_single_op(kind, attrs, arrays, out_shape, shape_value=None, out_lt_shape=None):
@@ -45,7 +54,7 @@ def test_backward_weights_shape_as_s32_input(rng):
     want = og.conv_transpose_backward_weights(x, dy, (3, 6, 4), **CTBW_ATTRS)
     got, *_ = _run_single_op("ConvTransposeBackwardWeights", CTBW_ATTRS, [x, dy], (3, 6, 4),
                              shape_value=(3, 6, 4))
-    np.testing.assert_array_equal(got, want)
+    same_sums(got, want)
 
 
 def test_shape_input_takes_precedence_over_the_attribute(rng):
@@ -55,7 +64,7 @@ def test_shape_input_takes_precedence_over_the_attribute(rng):
     want = og.conv_transpose_backward_weights(x, dy, (3, 6, 4), **CTBW_ATTRS)
     got, *_ = _run_single_op("ConvTransposeBackwardWeights", attrs, [x, dy], (3, 6, 4),
                              shape_value=(3, 6, 4))
-    np.testing.assert_array_equal(got, want)
+    same_sums(got, want)
 
 
 def test_convolution_backward_data_dst_shape_as_s32_input_with_groups(rng):
@@ -66,7 +75,7 @@ def test_convolution_backward_data_dst_shape_as_s32_input_with_groups(rng):
     want = og.convolution_backward_data(dy, w, (1, 4, 7, 7), **attrs)
     got, *_ = _run_single_op("ConvolutionBackwardData", attrs, [dy, w], (1, 4, 7, 7),
                              shape_value=(1, 4, 7, 7))
-    np.testing.assert_array_equal(got, want)
+    same_sums(got, want)
 
 
 def test_shape_input_values_that_contradict_the_output_are_refused(rng):
@@ -100,7 +109,7 @@ def test_legacy_op_writes_the_legacy_layout(rng, filter_format):
     out = np.full(legacy_shape, np.nan, np.float32)
     cp.execute(STREAM, [og.Tensor(lts[0], engine, x), og.Tensor(lts[1], engine, dy)],
                [og.Tensor(out_lt, engine, out)])
-    np.testing.assert_array_equal(out, want)
+    same_sums(out, want)
 
 
 def test_output_padding_outside_every_kernel_window_is_refused_by_the_graph(rng):

@@ -15,9 +15,14 @@ from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
-from . import _arrays, _attrs, _compiled, _core, _lowering, _tuning, reproducer, shapes
+from . import _arrays, _attrs, _compiled, _core, _cost, _lowering, _tuning, reproducer, shapes
 from ._dtypes import dtype_name
 from .errors import UnsupportedError
+
+# tune=True also times each lowering on the other thread count below this many
+# FLOPs: around _cost.SMALL_FLOPS the two are close, and far above it one thread
+# loses by about the thread count.
+_TUNE_THREADS_BELOW = 64 * _cost.SMALL_FLOPS
 
 
 class Prepared:
@@ -197,10 +202,11 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
         else:
             target = crop(target, plan.attrs.data_format, native.crop)
     constants = {constant: arrays[constant]} if constant is not None else None
+    threads = _cost.threads(_cost.problem(plan, input_shapes))
     try:
         op = _compiled.CompiledOp(native.kind, native.attrs, dtype_name(dtype),
                                   [_compiled.meta(a) for a in arrays], _compiled.meta(target),
-                                  constants, native.input_order)
+                                  constants, native.input_order, threads)
     except UnsupportedError as exc:
         if native.kind == kind:
             raise
@@ -217,17 +223,28 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
 def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, native: _lowering.NativeOp,
           arrays: list[np.ndarray], target: np.ndarray,
           constants: Optional[dict[int, np.ndarray]]) -> _compiled.CompiledOp:
-    """The fastest of `op` and the problem's other lowerings (same crop, same arrays)."""
-    candidates = [op]
-    for other in _lowering.alternatives(plan, input_shapes, native):
-        try:
-            compiled = _compiled.CompiledOp(other.kind, other.attrs, op.dtype,
-                                            [_compiled.meta(a) for a in arrays],
-                                            _compiled.meta(target), constants, other.input_order)
-        except UnsupportedError:
-            continue  # oneDNN 3.2 cannot compile this formulation here; the others remain
-        compiled.lowering = other.lowering
-        candidates.append(compiled)
+    """The fastest of `op` and the problem's other lowerings (same crop, same arrays),
+    each also on the other thread count where the problem is small enough for the
+    choice to be close (``_cost.SMALL_FLOPS``)."""
+    flops = _cost.problem(plan, input_shapes).flops
+    counts = [op.threads]
+    if _core.can_limit_threads() and flops < _TUNE_THREADS_BELOW:
+        counts.append(1 if op.threads != 1 else 0)
+    candidates = []
+    for way in [native, *_lowering.alternatives(plan, input_shapes, native)]:
+        for threads in counts:
+            if way is native and threads == op.threads:
+                candidates.append(op)
+                continue
+            try:
+                compiled = _compiled.CompiledOp(way.kind, way.attrs, op.dtype,
+                                                [_compiled.meta(a) for a in arrays],
+                                                _compiled.meta(target), constants, way.input_order,
+                                                threads)
+            except UnsupportedError:
+                continue  # oneDNN 3.2 cannot compile this formulation here; the others remain
+            compiled.lowering = way.lowering
+            candidates.append(compiled)
     if len(candidates) == 1:
         return op
     best, timings = _tuning.fastest(candidates, arrays, target)
@@ -267,17 +284,18 @@ def _python_signature(kind: str, arrays: Sequence[Any], out: Any,
 
 
 def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
-        attrs: dict[str, Any]) -> Any:
+        keys: tuple[str, ...], values: tuple[Any, ...]) -> Any:
     """The functional API's body: find or prepare the call, then run it.
 
-    Returns a new NumPy array, or the caller's own `out` object (an ndarray,
-    a torch tensor, ...) written in place.
+    `keys` name the keyword `values` (the public keywords, the shape argument
+    included). Returns a new NumPy array, or the caller's own `out` object (an
+    ndarray, a torch tensor, ...) written in place.
     """
     if reproducer._threads_capturing and reproducer.capturing():  # prepare() describes, compiles nothing
-        return prepare(kind, names, [_arrays.as_input(n, a) for n, a in zip(names, arrays)], attrs)
+        return prepare(kind, names, [_arrays.as_input(n, a) for n, a in zip(names, arrays)],
+                       dict(zip(keys, values)))
     # The cache key: the usual call (ndarrays; None, int, str or int-sequence
     # values) encoded natively as bytes, any other in Python.
-    values = tuple(attrs.values())
     key = _core.call_signature(kind, arrays, out, values)
     if key is None:
         key = _python_signature(kind, arrays, out, values)
@@ -297,7 +315,7 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
                 out_meta = _compiled.meta(view)
         # as_input returns the caller's own array unless it had to copy it.
         copied = tuple(i is not a for i, a in zip(inputs, arrays))
-        prepared = prepare(kind, names, inputs, attrs, out_meta, copied=copied,
+        prepared = prepare(kind, names, inputs, dict(zip(keys, values)), out_meta, copied=copied,
                            tune=_tuning.tuning_enabled())
         if key is not None:
             _compiled.CACHE.store(key, prepared, prepared.op.compile_seconds)

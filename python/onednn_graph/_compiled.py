@@ -60,13 +60,14 @@ class CompiledOp:
 
     ``constants`` maps input positions to arrays that are compiled in as
     constant; they are copied here (read-only), and every execution must be
-    handed that copy.
+    handed that copy. ``threads`` > 0 compiles and runs it on at most that
+    many OpenMP threads (``_cost.threads``); 0 is oneDNN's default.
     """
 
     def __init__(self, kind: str, attrs: dict[str, Any], dtype: str,
                  inputs: Sequence[tuple], output: tuple,
                  constants: Optional[dict[int, np.ndarray]] = None,
-                 input_order: tuple[int, ...] = ()) -> None:
+                 input_order: tuple[int, ...] = (), threads: int = 0) -> None:
         self.kind, self.attrs, self.dtype = kind, attrs, dtype
         # `inputs`, `constants` and execute()'s arrays are in the caller's order;
         # the op takes caller position input_order[j] as its input j.
@@ -95,17 +96,24 @@ class CompiledOp:
             if len(partitions) != 1 or not partitions[0].is_supported:
                 raise UnsupportedError(f"oneDNN {'.'.join(map(str, _core.version()[:3]))} "
                                        f"has no kernel for {describe}")
-            self.compiled = partitions[0].compile(self.inputs, [self.output], engine())
+            self.compiled = partitions[0].compile(self.inputs, [self.output], engine(), threads)
         except UnsupportedError:
             raise
         except Error as exc:
             raise UnsupportedError(f"oneDNN cannot compile {describe}: {exc.message}",
                                    exc.status) from None
         self.compile_seconds = time.perf_counter() - start
+        self.threads = self.compiled.threads  # 0 where OpenMP's threads cannot be set
         got = self.compiled.query_logical_tensor(n)
         if got.shape != tuple(output[0]):
             raise Error(f"oneDNN inferred output shape {got.shape} for {describe}, "
                         f"expected {tuple(output[0])}", "invalid_shape")
+
+    @property
+    def label(self) -> str:
+        """How it runs: the lowering, and the thread count where one was set."""
+        return self.lowering + (f", on {self.threads} thread{'s' * (self.threads > 1)}"
+                                if self.threads else "")
 
     def execute(self, inputs: Sequence[np.ndarray], output: np.ndarray) -> None:
         """Run on `inputs` (a constant one must be ``self.constants[i]`` itself) writing `output`."""

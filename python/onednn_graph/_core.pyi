@@ -6,7 +6,7 @@ import builtins
 import numpy as _np
 import collections.abc
 import typing
-__all__: list[str] = ['CompiledPartition', 'Engine', 'Graph', 'LogicalTensor', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'cpu_isa', 'get_constant_tensor_cache', 'op_kinds', 'set_constant_tensor_cache', 'status_name', 'version']
+__all__: list[str] = ['CompiledPartition', 'Engine', 'Graph', 'LogicalTensor', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'clear_onednn_caches', 'cpu_isa', 'get_constant_tensor_cache', 'op_kinds', 'set_constant_tensor_cache', 'status_name', 'version']
 class Engine:
     """
     A oneDNN engine (the CPU).
@@ -150,14 +150,23 @@ class CompiledPartition:
     @builtins.property
     def outputs(self) -> list[LogicalTensor]:
         ...
+    @builtins.property
+    def threads(self) -> int:
+        """
+        OpenMP threads it was compiled for and runs on; 0: oneDNN's default.
+        """
 class Partition:
     """
     A set of ops oneDNN compiles as one kernel.
     """
     def __repr__(self) -> str:
         ...
-    def compile(self, inputs: collections.abc.Sequence[LogicalTensor], outputs: collections.abc.Sequence[LogicalTensor], engine: Engine) -> CompiledPartition:
-        ...
+    def compile(self, inputs: collections.abc.Sequence[LogicalTensor], outputs: collections.abc.Sequence[LogicalTensor], engine: Engine, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> CompiledPartition:
+        """
+        Compile for `engine`. `threads` > 0 caps the OpenMP threads the partition is
+        compiled for and runs on (where oneDNN uses OpenMP; else ignored, see
+        CompiledPartition.threads); 0 leaves oneDNN's default.
+        """
     @builtins.property
     def engine_kind(self) -> str:
         ...
@@ -209,6 +218,14 @@ def call_signature(kind: str, arrays: tuple, out: typing.Any, values: tuple) -> 
     The cache key of a functional-API call as bytes, or None when an array is not
     exactly a _np.ndarray or a keyword value is not None, an int, a str or a
     sequence of ints (the Python signature handles those).
+    """
+def can_limit_threads() -> bool:
+    """
+    Whether a compiled partition can run on fewer threads than oneDNN's default (oneDNN uses OpenMP and its runtime is loaded).
+    """
+def clear_onednn_caches() -> None:
+    """
+    Empty oneDNN's process-wide primitive and compiled-partition caches (compiled ops already held keep their kernels).
     """
 def cpu_isa() -> str:
     """

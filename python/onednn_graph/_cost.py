@@ -57,3 +57,17 @@ def problem(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> Problem
     return Problem(src[0], shapes.data_channels(fmt, src), shapes.data_channels(fmt, dst),
                    a.groups, tuple(plan.kernel), tuple(shapes.data_spatial(fmt, src)))
 
+
+#: Below this many FLOPs a problem runs on one thread. oneDNN 3.2 opens an
+#: OpenMP parallel region on every execution; on the 2-core reference machine,
+#: one thread ran the four ops 1.1-4x faster up to 0.5 MFLOP and 2 threads won
+#: from 2 MFLOP (the C++ program with OMP_NUM_THREADS=1 and 2, NXC f32,
+#: C = 8-128; docs/benchmarks.md). compile_op(..., tune=True) measures both.
+SMALL_FLOPS = 1 << 20
+
+
+def threads(problem: Problem) -> int:
+    """OpenMP threads to compile and run `problem` on: 1 for a small one, else 0
+    (oneDNN's default: all)."""
+    return 1 if problem.flops < SMALL_FLOPS else 0
+

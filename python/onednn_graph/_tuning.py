@@ -55,7 +55,7 @@ SECONDS_PER_ROUND = 0.01  # per candidate; at least one call each
 def fastest(ops: Sequence[CompiledOp], inputs: list[np.ndarray],
             target: np.ndarray) -> tuple[CompiledOp, dict[str, float]]:
     """The op of `ops` with the smallest median time on `inputs` writing `target`,
-    and every candidate's median seconds per call, by its lowering."""
+    and every candidate's median seconds per call, by its ``label``."""
     calls = []
     for op in ops:
         op.execute(inputs, target)  # warm-up: first execution (constants, scratchpad)
@@ -72,4 +72,4 @@ def fastest(ops: Sequence[CompiledOp], inputs: list[np.ndarray],
             sample.append((time.perf_counter() - start) / n)
     medians = [statistics.median(s) for s in samples]
     best = min(range(len(ops)), key=medians.__getitem__)
-    return ops[best], {op.lowering: m for op, m in zip(ops, medians)}
+    return ops[best], {op.label: m for op, m in zip(ops, medians)}

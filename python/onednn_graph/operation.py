@@ -160,8 +160,15 @@ class Operation:
         return self._prepared.op.lowering
 
     @property
+    def threads(self) -> Optional[int]:
+        """The OpenMP threads it was compiled for and runs on: 1 for a problem under
+        ``_cost.SMALL_FLOPS`` (or as tuning chose), None for oneDNN's default (all)."""
+        return self._prepared.op.threads or None
+
+    @property
     def tuning(self) -> Optional[dict[str, float]]:
-        """With ``tune=True``: median seconds per call of each lowering tried, else None."""
+        """With ``tune=True``: median seconds per call of each way tried (lowering,
+        and thread count where set), else None."""
         return self._prepared.op.tuning
 
     @property

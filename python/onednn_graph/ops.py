@@ -26,13 +26,12 @@ Spatial = Any  # an int (every spatial axis) or a sequence with one int per axis
 OutT = TypeVar("OutT")
 
 
-def _conv_attrs(strides: Spatial, pads_begin: Spatial, pads_end: Spatial, dilations: Spatial,
-                auto_pad: str, output_padding: Spatial, groups: int, data_format: str,
-                weights_format: str) -> dict[str, Any]:
-    """The keywords every op shares, by their spec names (checked later by shapes.plan)."""
-    return dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end, dilations=dilations,
-                auto_pad=auto_pad, output_padding=output_padding, groups=groups,
-                data_format=data_format, weights_format=weights_format)
+# The keywords every op shares, by their spec names (checked later by shapes.plan).
+# Each function hands _call.run its values as a tuple in this order: a cached
+# call then builds no dict (a microsecond of the tiny call's few).
+_CONV_KEYS = ("strides", "pads_begin", "pads_end", "dilations", "auto_pad", "output_padding",
+              "groups", "data_format", "weights_format")
+_LEGACY_KEYS = _CONV_KEYS[:-1] + ("filter_format", "filter_shape")
 
 
 def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 1,
@@ -70,10 +69,9 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     >>> og.conv_transpose(x, w, strides=2, data_format="NCX", weights_format="IOX")
     array([[[1., 1., 1., 1., 1., 1.]]], dtype=float32)
     """
-    attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
-                        groups, data_format, weights_format)
     arrays = (src, weights) if bias is None else (src, weights, bias)
-    return _call.run(_attrs.CONV_TRANSPOSE, ("src", "weights", "bias"), arrays, out, attrs)
+    return _call.run(_attrs.CONV_TRANSPOSE, ("src", "weights", "bias"), arrays, out, _CONV_KEYS,
+                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups, data_format, weights_format))
 
 
 def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatial = 1,
@@ -96,10 +94,8 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     >>> og.conv_transpose_backward_data(dy, w, strides=2, data_format="NCX", weights_format="IOX")
     array([[[2., 2., 2.]]], dtype=float32)
     """
-    attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
-                        groups, data_format, weights_format)
     return _call.run(_attrs.CONV_TRANSPOSE_BWD_DATA, ("diff_dst", "weights"), (diff_dst, weights),
-                     out, attrs)
+                     out, _CONV_KEYS, (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups, data_format, weights_format))
 
 
 def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any = None, *,
@@ -124,11 +120,9 @@ def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any 
     ...                                    data_format="NCX", weights_format="IOX")
     array([[[3., 3.]]], dtype=float32)
     """
-    attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
-                        groups, data_format, weights_format)
-    attrs["weights_shape"] = weights_shape
     return _call.run(_attrs.CONV_TRANSPOSE_BWD_WEIGHTS, ("src", "diff_dst"), (src, diff_dst), out,
-                     attrs)
+                     _CONV_KEYS + ("weights_shape",),
+                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups, data_format, weights_format, weights_shape))
 
 
 def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None, *,
@@ -154,10 +148,9 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
     >>> og.convolution_backward_data(dy, w, (1, 1, 4), data_format="NCX", weights_format="OIX")
     array([[[1., 2., 2., 1.]]], dtype=float32)
     """
-    attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
-                        groups, data_format, weights_format)
-    attrs["dst_shape"] = dst_shape
-    return _call.run(_attrs.CONV_BWD_DATA, ("diff_dst", "weights"), (diff_dst, weights), out, attrs)
+    return _call.run(_attrs.CONV_BWD_DATA, ("diff_dst", "weights"), (diff_dst, weights), out,
+                     _CONV_KEYS + ("dst_shape",),
+                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups, data_format, weights_format, dst_shape))
 
 
 def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
@@ -183,9 +176,7 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
     ...                                    filter_format="OIX")
     array([[[3., 3.]]], dtype=float32)
     """
-    attrs = _conv_attrs(strides, pads_begin, pads_end, dilations, auto_pad, output_padding,
-                        groups, data_format, "IOX")
-    del attrs["weights_format"]  # filter_format says it
-    attrs.update(filter_format=filter_format, filter_shape=filter_shape)
     return _call.run(_attrs.LEGACY_BACKPROP_FILTERS, ("input_forward", "output_delta"),
-                     (input_forward, output_delta), out, attrs)
+                     (input_forward, output_delta), out, _LEGACY_KEYS,
+                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
+                      data_format, filter_format, filter_shape))

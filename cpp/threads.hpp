@@ -1,0 +1,30 @@
+// Running one compiled partition on fewer threads than oneDNN would use.
+//
+// oneDNN 3.2 (OpenMP runtime) opens a parallel region on every execution, and
+// on this 2-core VM the fork and join cost more than a tiny problem's work: 1
+// thread runs the benchmark's tiny case 1.4-4x faster (docs/benchmarks.md).
+// oneDNN reads the thread count from OpenMP's per-thread setting when it
+// compiles (kernels size their work split then) and when it executes, so the
+// limit is set around both, in the calling thread only, and restored after.
+#pragma once
+
+namespace onednn_graph {
+
+// Whether the limit can be set: oneDNN uses OpenMP and its runtime library is
+// loaded (libgomp, libiomp5 or libomp). Otherwise ThreadLimit does nothing.
+bool can_limit_threads();
+
+// Caps the calling thread's OpenMP thread count at `threads` for the scope;
+// 0 means no cap.
+class ThreadLimit {
+public:
+    explicit ThreadLimit(int threads);
+    ~ThreadLimit();
+    ThreadLimit(const ThreadLimit &) = delete;
+    ThreadLimit &operator=(const ThreadLimit &) = delete;
+
+private:
+    int previous_ = 0;
+};
+
+} // namespace onednn_graph

@@ -1,0 +1,83 @@
+"""Small problems run on one OpenMP thread (``_cost.threads``).
+
+oneDNN 3.2 compiles a kernel for the thread count it finds, and the package
+sets that count around compile and execute in the calling thread only. Truth:
+the NumPy reference with the package's derived bound, on both thread counts
+(the rest of the suite's problems are small, so they run on one thread);
+OpenMP's own setting, read through ctypes, for the restore.
+"""
+
+import ctypes
+
+import numpy as np
+import pytest
+
+import onednn_graph as og
+from onednn_graph import _core, _cost, _support
+from conftest import random
+
+pytestmark = pytest.mark.skipif(not _core.can_limit_threads(),
+                                reason="oneDNN does not use a loaded OpenMP runtime here")
+
+KINDS = ["ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
+         "ConvolutionBackwardData"]
+GEOMETRIES = [(1, 0, 0, 1, 0), (2, 1, 1, 1, 0), (2, 0, 1, 2, 1), (2, 0, 0, 1, 3)]
+
+
+def _omp_max_threads():
+    # The runtime oneDNN loaded, found by soname as the package finds it.
+    return ctypes.CDLL("libgomp.so.1", mode=ctypes.RTLD_GLOBAL).omp_get_max_threads()
+
+
+@pytest.mark.parametrize("small_flops", [0, 1 << 60], ids=["default-threads", "one-thread"])
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+@pytest.mark.parametrize("data_format", ["NCX", "NXC"])
+def test_both_thread_counts_compute_the_op(monkeypatch, small_flops, kind, geometry, data_format,
+                                           dtype):
+    monkeypatch.setattr(_cost, "SMALL_FLOPS", small_flops)
+    s, pb, pe, d, op = geometry
+    p = _support.problem(_support.Case(kind, dtype, data_format=data_format, strides=s,
+                                       pads_begin=pb, pads_end=pe, dilations=d, output_padding=op))
+    inputs = dict(zip(og.operation._FUNCTIONS[kind][1], p.args))
+    compiled = og.compile_op(kind, **inputs, **p.kwargs)
+    assert compiled.threads == (1 if small_flops else None)
+    result = _support._check(p, compiled(*p.args))
+    assert result.ok, str(result)
+
+
+def test_small_problems_take_one_thread_and_large_ones_all(rng):
+    x, w = random(rng, (1, 8, 4, 4), "f32"), random(rng, (8, 8, 2, 2), "f32")  # 8 KFLOP
+    small = og.compile_op("ConvTranspose", src=x, weights=w, strides=2, data_format="NCX",
+                          weights_format="IOX")
+    assert small.threads == 1
+    x = random(rng, (1, 64, 16, 16), "f32")  # 2 * 64 * 64 * 4 * 256 = 8.4 MFLOP
+    w = random(rng, (64, 64, 2, 2), "f32")
+    large = og.compile_op("ConvTranspose", src=x, weights=w, strides=2, data_format="NCX",
+                          weights_format="IOX")
+    assert large.threads is None
+
+
+def test_the_callers_openmp_setting_is_restored(rng):
+    before = _omp_max_threads()
+    if before < 2:
+        pytest.skip("OpenMP runs one thread here already")
+    x, w = random(rng, (1, 8, 4, 4), "f32"), random(rng, (8, 8, 2, 2), "f32")
+    op = og.compile_op("ConvTranspose", src=x, weights=w, strides=2, data_format="NCX",
+                       weights_format="IOX")
+    assert op.threads == 1 and _omp_max_threads() == before  # after compiling
+    op(x, w)
+    assert _omp_max_threads() == before  # after executing
+
+
+def test_a_negative_thread_count_is_refused(rng):
+    lt_x, lt_w = og.LogicalTensor(0, "f32", (1, 2, 3)), og.LogicalTensor(1, "f32", (2, 2, 1))
+    lt_y = og.LogicalTensor(2, "f32", (1, 2, 3))
+    g = og._core.Graph("cpu", "strict")
+    g.add_op(og._core.Op(0, "ConvTranspose", [lt_x, lt_w], [lt_y],
+                         {"strides": [1], "pads_begin": [0], "pads_end": [0], "dilations": [1],
+                          "data_format": "NCX", "weights_format": "IOX"}))
+    g.finalize()
+    [p] = g.get_partitions("debug")
+    with pytest.raises(ValueError, match="threads must be >= 0"):
+        p.compile([lt_x, lt_w], [lt_y], og.Engine(), -1)
