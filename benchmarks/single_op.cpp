@@ -19,7 +19,8 @@
 //   run <n>    executes n times; prints "times <us> <us> ..." (one per call)
 //   first      empties oneDNN's primitive and compiled-partition caches, then
 //              again builds, compiles and executes once; prints "compiled <ms> first <ms>"
-//   memory     resets the peak RSS, executes once; prints "memory <rss kB before> <peak kB>"
+//   memory     resets the peak RSS, executes once; prints "memory <rss kB before> <peak kB>
+//              <bytes oneDNN allocated at most during the call, through the engine's allocator>"
 //   quit
 // Build: see benchmarks/README.md (the suite builds it on demand).
 #include <oneapi/dnnl/dnnl.hpp>
@@ -28,6 +29,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <map>
 #include <fstream>
 #include <chrono>
 #include <cstdint>
@@ -89,6 +92,27 @@ static long status_kb(const std::string &key) {
     return -1;
 }
 
+// oneDNN's own allocations (scratchpad, internal reorders) through the engine's
+// allocator, as the package counts them: the peak during one execution. One
+// thread executes at a time here, so plain counters do.
+static size_t held_bytes = 0, peak_bytes = 0;
+static std::map<void *, size_t> held;
+
+static void *counted_malloc(size_t size, size_t alignment) {
+    void *p = nullptr;
+    if (posix_memalign(&p, std::max(alignment, sizeof(void *)), size ? size : 1) != 0) return nullptr;
+    held[p] = size;
+    held_bytes += size;
+    peak_bytes = std::max(peak_bytes, held_bytes);
+    return p;
+}
+
+static void counted_free(void *p) {
+    auto it = held.find(p);
+    if (it != held.end()) held_bytes -= it->second, held.erase(it);
+    std::free(p);
+}
+
 int main() {
     std::string kind_name, dtype_name, line;
     std::vector<std::pair<dims, dims>> ins;
@@ -131,7 +155,8 @@ int main() {
         else if (a.type == "int") o.set_attr<int64_t>(parse_attr(a.name), std::stoll(a.value));
         else if (a.type == "str") o.set_attr<std::string>(parse_attr(a.name), a.value);
     }
-    dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+    allocator counting(counted_malloc, counted_free);
+    dnnl::engine eng = make_engine_with_allocator(dnnl::engine::kind::cpu, 0, counting);
     dnnl::stream strm(eng);
     // Buffers of the logical tensors' sizes, filled with small values.
     std::vector<std::vector<char>> buffers;
@@ -199,9 +224,11 @@ int main() {
         if (cmd == "memory") {
             std::ofstream("/proc/self/clear_refs") << "5";  // resets VmHWM to the current RSS
             const long before = status_kb("VmRSS");
+            peak_bytes = held_bytes;
+            const size_t base = held_bytes;
             cp.execute(strm, in_ts, out_ts);
             strm.wait();
-            std::printf("memory %ld %ld\n", before, status_kb("VmHWM"));
+            std::printf("memory %ld %ld %zu\n", before, status_kb("VmHWM"), peak_bytes - base);
             std::fflush(stdout);
             continue;
         }

@@ -1,5 +1,7 @@
 // Engine and Stream. A Stream keeps its Engine alive: oneDNN's stream only
-// borrows the engine it was created on.
+// borrows the engine it was created on. Every Engine allocates through the
+// counting allocator, so the bytes oneDNN takes are readable from Python.
+#include "allocator.hpp"
 #include "common.hpp"
 #include "convert.hpp"
 
@@ -16,7 +18,7 @@ void bind_engine(py::module_ &m) {
                     throw py::value_error("Engine: no " + kind + " engine with index "
                             + std::to_string(index) + " (this oneDNN has "
                             + std::to_string(dnnl::engine::get_count(k)) + ")");
-                return dnnl::engine(k, static_cast<size_t>(index));
+                return dg::make_engine_with_allocator(k, static_cast<size_t>(index), counting_allocator());
             }),
                     py::arg("kind") = "cpu", py::arg("index") = 0)
             .def_property_readonly("kind",
@@ -24,6 +26,19 @@ void bind_engine(py::module_ &m) {
             .def("__repr__", [](const dnnl::engine &e) {
                 return "Engine('" + from_engine_kind(e.get_kind()) + "')";
             });
+
+    m.def("onednn_allocations", [] {
+        const auto s = allocation_stats();
+        py::dict d;
+        d["current"] = s.current;
+        d["peak"] = s.peak;
+        d["allocations"] = s.allocations;
+        return d;
+    }, "Bytes oneDNN holds now (`current`), the most it held at once since the last\n"
+       "reset_onednn_peak() (`peak`), and its number of allocations (`allocations`),\n"
+       "through the package's engines: scratchpads, internal reorders, cached constants.");
+    m.def("reset_onednn_peak", &reset_allocation_peak,
+            "Start a new peak of onednn_allocations() from the bytes held now.");
 
     py::class_<dnnl::stream>(m, "Stream", "An execution stream on an Engine.")
             .def(py::init([](const dnnl::engine &e) { return dnnl::stream(e); }),

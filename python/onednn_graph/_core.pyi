@@ -6,7 +6,7 @@ import builtins
 import numpy as _np
 import collections.abc
 import typing
-__all__: list[str] = ['CompiledPartition', 'Engine', 'Graph', 'LogicalTensor', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'clear_onednn_caches', 'cpu_isa', 'get_constant_tensor_cache', 'op_kinds', 'set_constant_tensor_cache', 'status_name', 'version']
+__all__: list[str] = ['CompiledPartition', 'Engine', 'Graph', 'LogicalTensor', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'clear_onednn_caches', 'cpu_isa', 'get_constant_tensor_cache', 'onednn_allocations', 'op_kinds', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
 class Engine:
     """
     A oneDNN engine (the CPU).
@@ -235,9 +235,19 @@ def get_constant_tensor_cache() -> bool:
     """
     Whether oneDNN caches reordered constant tensors (process-wide).
     """
+def onednn_allocations() -> dict:
+    """
+    Bytes oneDNN holds now (`current`), the most it held at once since the last
+    reset_onednn_peak() (`peak`), and its number of allocations (`allocations`),
+    through the package's engines: scratchpads, internal reorders, cached constants.
+    """
 def op_kinds() -> list[str]:
     """
     Op kinds the linked oneDNN knows, by name.
+    """
+def reset_onednn_peak() -> None:
+    """
+    Start a new peak of onednn_allocations() from the bytes held now.
     """
 def set_constant_tensor_cache(enabled: bool) -> None:
     """
