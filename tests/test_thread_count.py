@@ -81,3 +81,26 @@ def test_a_negative_thread_count_is_refused(rng):
     [p] = g.get_partitions("debug")
     with pytest.raises(ValueError, match="threads must be >= 0"):
         p.compile([lt_x, lt_w], [lt_y], og.Engine(), -1)
+
+
+def test_the_caller_can_fix_the_thread_count(rng):
+    """compile_op(threads=): 1 on a large problem, 0 (oneDNN's default) on a small
+    one, and tuning then varies only the lowering. Truth: the reference."""
+    kind = "ConvTransposeBackwardData"
+    p = _support.problem(_support.Case(kind, "f32", data_format="NXC", strides=2))
+    inputs = dict(zip(og.operation._FUNCTIONS[kind][1], p.args))
+    assert og.compile_op(kind, **inputs, **p.kwargs).threads == 1  # small: the package's choice
+    op = og.compile_op(kind, threads=0, tune=True, **inputs, **p.kwargs)
+    assert op.threads is None and not any("thread" in way for way in op.tuning)
+    result = _support._check(p, op(*p.args))
+    assert result.ok, str(result)
+    x, w = random(rng, (1, 64, 16, 16), "f32"), random(rng, (64, 64, 2, 2), "f32")  # 8.4 MFLOP
+    assert og.compile_op("ConvTranspose", src=x, weights=w, strides=2, data_format="NCX",
+                         weights_format="IOX", threads=1).threads == 1
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "2", True])
+def test_a_bad_thread_count_names_the_argument(rng, bad):
+    x, w = random(rng, (1, 8, 4, 4), "f32"), random(rng, (8, 8, 2, 2), "f32")
+    with pytest.raises(ValueError, match="threads must be an int >= 0"):
+        og.compile_op("ConvTranspose", src=x, weights=w, threads=bad)

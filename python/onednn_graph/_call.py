@@ -123,7 +123,7 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
             out_meta: Optional[tuple] = None,
             constant: Optional[int] = None,
             copied: Optional[tuple[bool, ...]] = None,
-            tune: bool = False) -> Prepared:
+            tune: bool = False, threads: Optional[int] = None) -> Prepared:
     """Check, infer, lower and compile one call; `inputs` come from ``_arrays.as_input``.
 
     `attrs` are the public keywords, the shape argument included (None when
@@ -134,7 +134,8 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
     (a repeated call copies those again); by default, those `inputs` oneDNN
     cannot describe. With `tune`, every lowering of the problem is compiled
     and timed (on the given inputs and a result array of its own), and the
-    fastest is kept.
+    fastest is kept. `threads` fixes the OpenMP thread count (0: oneDNN's
+    default); by default ``_cost.threads`` chooses, and tuning tries both.
     """
     dtypes = {a.dtype for a in inputs}
     if len(dtypes) != 1:
@@ -202,7 +203,9 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
         else:
             target = crop(target, plan.attrs.data_format, native.crop)
     constants = {constant: arrays[constant]} if constant is not None else None
-    threads = _cost.threads(_cost.problem(plan, input_shapes))
+    chosen_threads = threads is None
+    if threads is None:
+        threads = _cost.threads(_cost.problem(plan, input_shapes))
     try:
         op = _compiled.CompiledOp(native.kind, native.attrs, dtype_name(dtype),
                                   [_compiled.meta(a) for a in arrays], _compiled.meta(target),
@@ -215,20 +218,20 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
                                exc.status) from None
     op.lowering = native.lowering
     if tune and target.size:
-        op = _tune(op, plan, input_shapes, native, arrays, target, constants)
+        op = _tune(op, plan, input_shapes, native, arrays, target, constants, chosen_threads)
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, native.crop,
                     plan.attrs.data_format, out_perm)
 
 
 def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, native: _lowering.NativeOp,
           arrays: list[np.ndarray], target: np.ndarray,
-          constants: Optional[dict[int, np.ndarray]]) -> _compiled.CompiledOp:
+          constants: Optional[dict[int, np.ndarray]], vary_threads: bool) -> _compiled.CompiledOp:
     """The fastest of `op` and the problem's other lowerings (same crop, same arrays),
-    each also on the other thread count where the problem is small enough for the
-    choice to be close (``_cost.SMALL_FLOPS``)."""
+    each also on the other thread count (unless the caller fixed it) where the problem
+    is small enough for the choice to be close (``_cost.SMALL_FLOPS``)."""
     flops = _cost.problem(plan, input_shapes).flops
     counts = [op.threads]
-    if _core.can_limit_threads() and flops < _TUNE_THREADS_BELOW:
+    if vary_threads and _core.can_limit_threads() and flops < _TUNE_THREADS_BELOW:
         counts.append(1 if op.threads != 1 else 0)
     candidates = []
     for way in [native, *_lowering.alternatives(plan, input_shapes, native)]:

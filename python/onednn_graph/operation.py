@@ -62,7 +62,7 @@ def _example(name: str, value: Any, dtype: Optional[str]) -> np.ndarray:
 
 
 def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool = False,
-               tune: bool = False, **arguments: Any) -> "Operation":
+               tune: bool = False, threads: Optional[int] = None, **arguments: Any) -> "Operation":
     """Compile one op for the given input shapes, strides, dtype and attributes.
 
     Parameters
@@ -86,6 +86,11 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
         the fastest; ``Operation.tuning`` has the times. Costs a few calls'
         time once; the results agree within the package's error bound, not
         bit for bit.
+    threads : int, optional
+        OpenMP threads to compile and run on (where oneDNN uses OpenMP): 1
+        for callers that parallelize themselves, 0 for oneDNN's default (all).
+        By default the package chooses: 1 for a problem under 1 MFLOP, else
+        all (``_cost.threads``); ``tune`` then also times the other count.
     **arguments
         The op's inputs by name (``src``, ``weights``, ``bias``, ``diff_dst``,
         ...), each an array (its shape, strides and dtype are compiled for) or
@@ -125,7 +130,10 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
         constant = names.index("weights")
     # An array as_input had to copy (a layout oneDNN cannot describe) is copied on every call.
     copied = tuple(not _is_shape(inputs[n]) and a is not inputs[n] for n, a in zip(names, arrays))
-    prepared = _call.prepare(kind, names, arrays, attrs, constant=constant, copied=copied, tune=tune)
+    if threads is not None and (type(threads) is not int or threads < 0):
+        raise ValueError(f"compile_op: threads must be an int >= 0 (0: oneDNN's default), got {threads!r}")
+    prepared = _call.prepare(kind, names, arrays, attrs, constant=constant, copied=copied, tune=tune,
+                             threads=threads)
     return Operation(kind, names, attrs, prepared, constant)
 
 
