@@ -335,6 +335,28 @@ def _how(op: Any) -> str:
     return op.lowering + (f", {op.threads} thread" if op.threads else "")
 
 
+def cpu_times() -> tuple[int, int]:
+    """(stolen, total) CPU time of all CPUs so far, in jiffies (/proc/stat; (0, 0) where
+    there is none). Steal is time this VM was ready to run while the host ran others."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0, 0
+    return (fields[7] if len(fields) > 7 else 0), sum(fields)
+
+
+def stolen_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    return (after[0] - before[0]) / max(1, after[1] - before[1])
+
+
+#: A configuration measured while more than this share of CPU time was stolen is
+#: measured again (up to _RETRIES times; the attempt with the least steal is kept).
+#: This VM loses 2-6% when idle, and 2-24% in one 10 s busy interval to the next.
+_MAX_STEAL = 0.10
+_RETRIES = 2
+
+
 def gemm_peak(binary: Optional[Path], dtype: str, size: int = 2048) -> Optional[float]:
     """GFLOP/s of a size^3 MatMul single-op partition: the machine's practical peak."""
     if binary is None:
@@ -487,6 +509,13 @@ def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], second
         f"{_FIRST_REPEATS}, each from empty caches (this package's and oneDNN's). Ratios below 1 "
         "mean this package is faster.", "",
     ]
+    steals = [r["steal"] for r in rows if "steal" in r]
+    if steals:
+        lines += [f"CPU time stolen by the VM's host while a configuration was measured: median "
+                  f"{float(np.median(steals)):.1%}, worst {max(steals):.1%}; "
+                  f"{sum(r.get('attempts', 1) > 1 for r in rows)} configurations were measured again "
+                  f"for stealing more than {_MAX_STEAL:.0%} (up to {_RETRIES} times, the least "
+                  f"stolen attempt kept).", ""]
     if any(peaks.values()):
         lines.append("Practical peak (a 2048^3 MatMul partition through the C++ API): " + ", ".join(
             f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items() if v) + ".")
@@ -589,13 +618,22 @@ def main(argv: Optional[list[str]] = None) -> int:
     configs = [(c, k, d, f) for c in cases for k in OPS for d in args.dtypes.split(",") for f in FORMATS]
     for i, (c, kind, dtype, fmt) in enumerate(configs):
         p = problem(c, kind, dtype, fmt)
-        r = measure(p, binary, torch, args.rounds, args.target_ms * 1e-3)
+        attempts = []
+        for _ in range(1 + _RETRIES):
+            before = cpu_times()
+            r = measure(p, binary, torch, args.rounds, args.target_ms * 1e-3)
+            attempts.append((stolen_share(before, cpu_times()), r))
+            if attempts[-1][0] <= _MAX_STEAL:
+                break
+        steal, r = min(attempts, key=lambda a: a[0])
+        r.update(steal=steal, attempts=len(attempts))
         r.update(case=c.name, kind=kind, dtype=dtype, format=fmt, gflops=flops(c) / r["functional"] / 1e9)
         rows.append(r)
         extra = f" torch {r['functional'] / r['torch']:.2f}" if r.get("torch") else ""
         extra += f" C++ {r['functional'] / r['cpp']:.3f}" if r.get("cpp") else ""
         print(f"[{i + 1}/{len(configs)}] {c.name} {SHORT[kind]} {dtype} {fmt}: "
-              f"{r['functional'] * 1e3:.3f} ms{extra}", file=sys.stderr)
+              f"{r['functional'] * 1e3:.3f} ms{extra} (steal {steal:.0%}, {len(attempts)} attempts)",
+              file=sys.stderr)
     peaks = {d: gemm_peak(binary, d) for d in args.dtypes.split(",")}
     memory_rows = [memory(binary, c, kind, "f32", fmt) for c in cases if c.name in ("unet-2", "hifigan-1d")
                    for kind in OPS for fmt in FORMATS]
