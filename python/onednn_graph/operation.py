@@ -87,8 +87,9 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
         time once; the results agree within the package's error bound, not
         bit for bit.
     threads : int, optional
-        OpenMP threads to compile and run on (where oneDNN uses OpenMP): 1
-        for callers that parallelize themselves, 0 for oneDNN's default (all).
+        At most this many OpenMP threads to compile and run on (where oneDNN
+        uses OpenMP; never more than OpenMP's own setting): 1 for callers that
+        parallelize themselves, 0 for oneDNN's default (all).
         By default the package chooses: 1 for a problem under 1 MFLOP, else
         all (``_cost.threads``); ``tune`` then also times the other count.
     **arguments
