@@ -2,7 +2,7 @@
 //
 // oneDNN 3.2 (OpenMP runtime) opens a parallel region on every execution, and
 // on this 2-core VM the fork and join cost more than a tiny problem's work: 1
-// thread runs the benchmark's tiny case 1.4-4x faster (docs/benchmarks.md).
+// thread runs the benchmark's tiny case 1.4-4x faster (README, Performance).
 // oneDNN reads the thread count from OpenMP's per-thread setting when it
 // compiles (kernels size their work split then) and when it executes, so the
 // limit is set around both, in the calling thread only, and restored after.

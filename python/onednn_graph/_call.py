@@ -203,9 +203,10 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
         else:
             target = crop(target, plan.attrs.data_format, native.crop)
     constants = {constant: arrays[constant]} if constant is not None else None
+    size = _cost.problem(plan, input_shapes)
     chosen_threads = threads is None
     if threads is None:
-        threads = _cost.threads(_cost.problem(plan, input_shapes))
+        threads = _cost.threads(size)
     try:
         op = _compiled.CompiledOp(native.kind, native.attrs, dtype_name(dtype),
                                   [_compiled.meta(a) for a in arrays], _compiled.meta(target),
@@ -218,20 +219,20 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
                                exc.status) from None
     op.lowering = native.lowering
     if tune and target.size:
-        op = _tune(op, plan, input_shapes, native, arrays, target, constants, chosen_threads)
+        op = _tune(op, plan, input_shapes, native, arrays, target, constants,
+                   size.flops if chosen_threads else None)
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, native.crop,
                     plan.attrs.data_format, out_perm)
 
 
 def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, native: _lowering.NativeOp,
           arrays: list[np.ndarray], target: np.ndarray,
-          constants: Optional[dict[int, np.ndarray]], vary_threads: bool) -> _compiled.CompiledOp:
+          constants: Optional[dict[int, np.ndarray]], flops: Optional[int]) -> _compiled.CompiledOp:
     """The fastest of `op` and the problem's other lowerings (same crop, same arrays),
-    each also on the other thread count (unless the caller fixed it) where the problem
-    is small enough for the choice to be close (``_cost.SMALL_FLOPS``)."""
-    flops = _cost.problem(plan, input_shapes).flops
+    each also on the other thread count where the problem (of `flops`; None when the
+    caller fixed the count) is small enough for the choice to be close."""
     counts = [op.threads]
-    if vary_threads and _core.can_limit_threads() and flops < _TUNE_THREADS_BELOW:
+    if flops is not None and _core.can_limit_threads() and flops < _TUNE_THREADS_BELOW:
         counts.append(1 if op.threads != 1 else 0)
     candidates = []
     for way in [native, *_lowering.alternatives(plan, input_shapes, native)]:

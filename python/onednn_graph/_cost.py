@@ -62,7 +62,7 @@ def problem(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> Problem
 #: OpenMP parallel region on every execution; on the 2-core reference machine,
 #: one thread ran the four ops 1.1-4x faster up to 0.5 MFLOP and 2 threads won
 #: from 2 MFLOP (the C++ program with OMP_NUM_THREADS=1 and 2, NXC f32,
-#: C = 8-128; docs/benchmarks.md). compile_op(..., tune=True) measures both.
+#: C = 8-128; README, Performance). compile_op(..., tune=True) measures both.
 SMALL_FLOPS = 1 << 20
 
 
@@ -70,4 +70,3 @@ def threads(problem: Problem) -> int:
     """OpenMP threads to compile and run `problem` on: 1 for a small one, else 0
     (oneDNN's default: all)."""
     return 1 if problem.flops < SMALL_FLOPS else 0
-

@@ -31,6 +31,8 @@ OutT = TypeVar("OutT")
 # call then builds no dict (a microsecond of the tiny call's few).
 _CONV_KEYS = ("strides", "pads_begin", "pads_end", "dilations", "auto_pad", "output_padding",
               "groups", "data_format", "weights_format")
+_CTBW_KEYS = _CONV_KEYS + ("weights_shape",)
+_CBD_KEYS = _CONV_KEYS + ("dst_shape",)
 _LEGACY_KEYS = _CONV_KEYS[:-1] + ("filter_format", "filter_shape")
 
 
@@ -71,7 +73,8 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     """
     arrays = (src, weights) if bias is None else (src, weights, bias)
     return _call.run(_attrs.CONV_TRANSPOSE, ("src", "weights", "bias"), arrays, out, _CONV_KEYS,
-                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups, data_format, weights_format))
+                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
+                      data_format, weights_format))
 
 
 def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatial = 1,
@@ -95,7 +98,9 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     array([[[2., 2., 2.]]], dtype=float32)
     """
     return _call.run(_attrs.CONV_TRANSPOSE_BWD_DATA, ("diff_dst", "weights"), (diff_dst, weights),
-                     out, _CONV_KEYS, (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups, data_format, weights_format))
+                     out, _CONV_KEYS,
+                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
+                      data_format, weights_format))
 
 
 def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any = None, *,
@@ -121,8 +126,9 @@ def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any 
     array([[[3., 3.]]], dtype=float32)
     """
     return _call.run(_attrs.CONV_TRANSPOSE_BWD_WEIGHTS, ("src", "diff_dst"), (src, diff_dst), out,
-                     _CONV_KEYS + ("weights_shape",),
-                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups, data_format, weights_format, weights_shape))
+                     _CTBW_KEYS,
+                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
+                      data_format, weights_format, weights_shape))
 
 
 def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None, *,
@@ -149,8 +155,9 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
     array([[[1., 2., 2., 1.]]], dtype=float32)
     """
     return _call.run(_attrs.CONV_BWD_DATA, ("diff_dst", "weights"), (diff_dst, weights), out,
-                     _CONV_KEYS + ("dst_shape",),
-                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups, data_format, weights_format, dst_shape))
+                     _CBD_KEYS,
+                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
+                      data_format, weights_format, dst_shape))
 
 
 def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
