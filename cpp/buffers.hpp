@@ -26,6 +26,11 @@ BufferSpec buffer_spec(const dg::logical_tensor &lt);
 // writeable if `writes`): then check_buffer would pass it too.
 bool fits(const BufferSpec &spec, const py::array &a, bool writes);
 
+// True when `o` is exactly a numpy.ndarray (no subclass).
+inline bool exact_array(py::handle o) {
+    return Py_TYPE(o.ptr()) == reinterpret_cast<PyTypeObject *>(py::detail::npy_api::get().PyArray_Type_);
+}
+
 // True when `a` and `b` share memory: a bounds test first, numpy.shares_memory
 // (exact) only when the bounds meet.
 bool overlaps(const py::array &a, const py::array &b);

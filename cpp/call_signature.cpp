@@ -2,9 +2,8 @@
 // Building it in Python (a tuple of shapes, strides and dtypes per array, and
 // of the keyword values) cost more than the rest of a cached call; here it is a
 // bytes object, which Python hashes once and compares with memcmp.
-#include "common.hpp"
-
-#include <cstring>
+#include "call_signature.hpp"
+#include "buffers.hpp"
 
 namespace onednn_graph {
 
@@ -14,6 +13,7 @@ namespace {
 // encode to the same bytes.
 class Encoder {
 public:
+    Encoder() { bytes_.reserve(640); } // 452 bytes for a 2-D ConvTranspose with bias and out: one allocation
     void tag(char t) { bytes_.push_back(t); }
     void i64(int64_t v) { raw(&v, sizeof v); }
     void text(const char *s, Py_ssize_t n) {
@@ -24,15 +24,10 @@ public:
 
 private:
     void raw(const void *p, size_t n) {
-        const auto *c = static_cast<const char *>(p);
-        bytes_.insert(bytes_.end(), c, c + n);
+        bytes_.append(static_cast<const char *>(p), n);
     }
     std::string bytes_;
 };
-
-bool exact_array(PyObject *o) {
-    return Py_TYPE(o) == reinterpret_cast<PyTypeObject *>(py::detail::npy_api::get().PyArray_Type_);
-}
 
 // An ndarray's shape, strides and dtype (its type number and byte order: a
 // dtype object's address could be reused by another dtype).
@@ -88,27 +83,33 @@ bool encode_value(Encoder &e, PyObject *o) {
 
 } // namespace
 
+py::object call_signature(py::handle kind, py::handle arrays, py::handle out, py::handle values) {
+    Encoder e;
+    Py_ssize_t n = 0;
+    const char *k = PyUnicode_AsUTF8AndSize(kind.ptr(), &n);
+    if (!k) throw py::error_already_set();
+    e.text(k, n);
+    if (!PyTuple_CheckExact(arrays.ptr()) || !PyTuple_CheckExact(values.ptr()))
+        throw py::type_error("call_signature: arrays and values must be tuples");
+    for (const auto &a : py::reinterpret_borrow<py::tuple>(arrays)) {
+        if (!exact_array(a)) return py::none();
+        encode_array(e, a.ptr());
+    }
+    if (out.is_none()) {
+        e.tag('n');
+    } else {
+        if (!exact_array(out)) return py::none();
+        encode_array(e, out.ptr());
+    }
+    for (const auto &v : py::reinterpret_borrow<py::tuple>(values))
+        if (!encode_value(e, v.ptr())) return py::none();
+    return e.done();
+}
+
 void bind_call_signature(py::module_ &m) {
     m.def("call_signature", [](const py::str &kind, const py::tuple &arrays, const py::handle &out,
-                                    const py::tuple &values) -> py::object {
-        Encoder e;
-        Py_ssize_t n = 0;
-        const char *k = PyUnicode_AsUTF8AndSize(kind.ptr(), &n);
-        if (!k) throw py::error_already_set();
-        e.text(k, n);
-        for (const auto &a : arrays) {
-            if (!exact_array(a.ptr())) return py::none();
-            encode_array(e, a.ptr());
-        }
-        if (out.is_none()) {
-            e.tag('n');
-        } else {
-            if (!exact_array(out.ptr())) return py::none();
-            encode_array(e, out.ptr());
-        }
-        for (const auto &v : values)
-            if (!encode_value(e, v.ptr())) return py::none();
-        return e.done();
+                                    const py::tuple &values) {
+        return call_signature(kind, arrays, out, values);
     }, py::arg("kind"), py::arg("arrays"), py::arg("out"), py::arg("values"),
             "The cache key of a functional-API call as bytes, or None when an array is not\n"
             "exactly a numpy.ndarray or a keyword value is not None, an int, a str or a\n"

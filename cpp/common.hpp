@@ -58,5 +58,7 @@ void bind_graph(py::module_ &m);
 void bind_compiled_partition(py::module_ &m);
 void bind_tensor(py::module_ &m);
 void bind_call_signature(py::module_ &m);
+void bind_direct_call(py::module_ &m);
+void bind_call_cache(py::module_ &m);
 
 } // namespace onednn_graph

@@ -15,4 +15,6 @@ PYBIND11_MODULE(_core, m) {
     bind_compiled_partition(m);
     bind_graph(m);
     bind_call_signature(m);
+    bind_direct_call(m); // before CallCache, which runs DirectCalls
+    bind_call_cache(m);
 }

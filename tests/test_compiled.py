@@ -91,6 +91,65 @@ def test_capacity_bounds_the_cache(rng, fresh_cache):
         og.set_cache_capacity(-1)
 
 
+def test_the_least_recently_used_call_goes_first(rng, fresh_cache):
+    og.set_cache_capacity(2)
+    x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 2, 3), "f32")
+    for s in (1, 2, 1, 3):  # strides 1 is used again before 3 comes: 2 is the one to go
+        og.conv_transpose(x, w, strides=s)
+    before = og.cache_info()
+    og.conv_transpose(x, w, strides=1)
+    og.conv_transpose(x, w, strides=3)
+    assert og.cache_info().hits == before.hits + 2
+    og.conv_transpose(x, w, strides=2)
+    assert og.cache_info().misses == before.misses + 1
+
+
+def test_a_refused_cached_call_writes_nothing_and_counts_once(rng, fresh_cache):
+    """The native hot path refuses what the signature does not settle (a read-only
+    `out`, an `out` over an input) before anything runs; the checked path then
+    names the argument. The call counts one hit, not two."""
+    x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 2, 3), "f32")
+    out = og.conv_transpose(x, w, strides=2)
+    og.conv_transpose(x, w, strides=2, out=out)  # cached with this `out` layout
+    read_only = np.full_like(out, np.nan)
+    read_only.flags.writeable = False
+    info = og.cache_info()
+    with pytest.raises(ValueError, match="out is read-only"):
+        og.conv_transpose(x, w, strides=2, out=read_only)
+    assert np.isnan(read_only).all()
+    assert og.cache_info()[:2] == (info.hits + 1, info.misses)
+
+
+def test_direct_call_runs_or_refuses_without_running(rng):
+    """DirectCall, the native hot path: the result of the checked path, or None
+    (nothing written) for anything the compiled op does not take as it is."""
+    x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 2, 3), "f32")
+    op = og.compile_op("ConvTranspose", src=x, weights=w, strides=2)
+    want, stream = op(x, w), og._compiled.stream()
+    partition = op._prepared.op.compiled
+    direct = _core.DirectCall(partition, (), want.shape, want.dtype)
+    np.testing.assert_array_equal(direct.run(stream, (x, w), None), want)
+    out = np.zeros_like(want)
+    assert direct.run(stream, [x, w], out) is out  # a list is taken too
+    np.testing.assert_array_equal(out, want)
+    # The inputs in another order: the partition's input j is the caller's order[j].
+    np.testing.assert_array_equal(_core.DirectCall(partition, (1, 0), want.shape, want.dtype).run(
+        stream, (w, x), None), want)
+    untouched = np.full_like(want, np.nan)
+    read_only = np.full_like(want, np.nan)
+    read_only.flags.writeable = False
+    refused = [((x,), untouched), ((x, w, w), untouched), ((x.astype(np.float64), w), untouched),
+               ((np.asfortranarray(x), w), untouched), ((x.tolist(), w), untouched),
+               ((x, w), np.full(want.shape, np.nan)), ((x, w), np.full((2,) + want.shape[1:], np.nan, np.float32)),
+               ((x, w), read_only), ((x, w), np.ma.masked_array(untouched))]
+    for arrays, target in refused:
+        assert direct.run(stream, arrays, target) is None
+        assert np.isnan(np.asarray(target)).all()
+    for order in [(0,), (0, 2)]:
+        with pytest.raises(ValueError, match="order"):
+            _core.DirectCall(partition, order, want.shape, want.dtype)
+
+
 def test_a_bool_never_hits_the_entry_of_an_int(rng, fresh_cache):
     # True == 1 and hash(True) == hash(1): the cache key must still tell them apart.
     x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 2, 3), "f32")

@@ -92,7 +92,7 @@ def test_cache_stays_within_capacity_and_frees_evicted_ops():
         for n in range(1, 13):  # 12 distinct shapes: 12 compiled ops
             og.conv_transpose(np.ones((1, n, 2), np.float32), np.ones((1, 3, 2), np.float32))
             assert len(cache) <= 4
-            refs.extend(weakref.ref(op) for op in cache._items.values())
+            refs.extend(weakref.ref(op) for op in cache.values())
         gc.collect()
         alive = {id(r()) for r in refs if r() is not None}
         assert len(alive) <= 4, "evicted compiled ops are still alive"

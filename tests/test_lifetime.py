@@ -82,7 +82,7 @@ from onednn_graph import _compiled
 x = np.ones((1, 5, 2), np.float32)
 keep = [og.conv_transpose(x, np.ones((2, 3, 2), np.float32), strides=s) for s in (1, 2, 3)]
 keep.append(og.conv_transpose_backward_weights(x, keep[0], (2, 3, 2)))
-ops = list(_compiled.CACHE._items.values())
+ops = list(_compiled.CACHE.values())
 assert len(_compiled.CACHE) >= 4
 """,
     "module-caches-from-threads-at-exit": """

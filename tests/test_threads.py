@@ -118,6 +118,31 @@ def test_threads_compiling_different_shapes_at_once(rng):
         assert_matches_reference(got, R.conv_transpose, (x, w), kw, "f32", 2 * 2)
 
 
+def test_threads_call_while_the_cache_drops_their_ops(rng):
+    """Calls from many threads while others shrink and clear the cache: an op
+    dropped while it runs without the GIL must stay alive until it returns."""
+    shapes = [(1, 2, n) for n in range(3, 9)]
+    xs = [random(rng, s, "f32") for s in shapes]
+    w = random(rng, (2, 3, 2), "f32")
+    kw = dict(strides=2, data_format="NCX", weights_format="IOX")
+    capacity = og.cache_info().capacity
+
+    def churn():
+        for i in range(40):
+            og.set_cache_capacity(i % 3)
+            og.clear_cache()
+        return None
+
+    try:
+        jobs = [lambda x=x: [og.conv_transpose(x, w, **kw) for _ in range(20)] for x in xs]
+        results = _run_all(jobs + [churn, churn], workers=8)
+    finally:
+        og.set_cache_capacity(capacity)
+    for x, outs in zip(xs, results):
+        for got in outs:
+            assert_matches_reference(got, R.conv_transpose, (x, w), kw, "f32", 2 * 2)
+
+
 def _long_call():
     """A compiled ConvTranspose and a closure executing it once (70-90 ms on 2 idle cores,
     so that even a fast machine stays above the 20 ms the GIL test needs)."""

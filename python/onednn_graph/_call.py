@@ -38,13 +38,11 @@ class Prepared:
         self.copy_inputs, self.crop_input, self.crop = copy_inputs, crop_input, crop
         self.any_copy = any(copy_inputs)
         self.data_format, self.out_perm = data_format, out_perm
-        # The caller's arrays go to oneDNN as they are: execute_arrays(stream,
-        # inputs, (out,)) is the whole call (it checks every buffer itself).
+        # The caller's arrays go to oneDNN as they are: a native DirectCall
+        # checks every buffer as execute_arrays does, and runs the call.
         self.direct: Any = None
         if not crop and out_perm is None and not self.any_copy:
-            self.direct = op.compiled.execute_arrays
-            if op.input_order:
-                self.direct = _in_order(self.direct, op.input_order)
+            self.direct = _core.DirectCall(op.compiled, op.input_order, output_shape, dtype)
 
     def run_direct(self, arrays: Sequence[Any], out: Any) -> Any:
         """The hot path: `arrays` (and `out`, or a new result) straight to oneDNN,
@@ -52,14 +50,9 @@ class Prepared:
         runs. Returns the result, or None when there is no direct path or
         anything was refused (nothing ran): the caller's checked path then names
         the argument at fault, or converts it (a torch tensor, say)."""
-        if self.direct is None or not (out is None or type(out) is np.ndarray):
+        if self.direct is None:
             return None
-        target = np.empty(self.output_shape, self.dtype) if out is None else out
-        try:
-            self.direct(_compiled.stream(), arrays, (target,))
-        except (TypeError, ValueError):
-            return None
-        return target
+        return self.direct.run(_compiled.stream(), arrays, out)
 
     def run(self, inputs: list[np.ndarray], out: np.ndarray) -> np.ndarray:
         """Execute on checked `inputs`, writing `out` (of ``output_shape``)."""
@@ -83,15 +76,6 @@ class Prepared:
                 tail[axis] = slice(target.shape[axis] - c, None)
                 target[tuple(tail)] = per_channel
         return out
-
-
-def _in_order(execute: Any, order: tuple[int, ...]) -> Any:
-    """`execute` (execute_arrays) for an op that takes the caller's inputs in `order`."""
-    def direct(stream: Any, arrays: Sequence[Any], outputs: tuple) -> None:
-        if len(arrays) != len(order):
-            raise TypeError(f"expected {len(order)} inputs, got {len(arrays)}")
-        execute(stream, [arrays[i] for i in order], outputs)
-    return direct
 
 
 def spatial_axes(data_format: str, ndim: int) -> range:
@@ -298,14 +282,19 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
     if reproducer._threads_capturing and reproducer.capturing():  # prepare() describes, compiles nothing
         return prepare(kind, names, [_arrays.as_input(n, a) for n, a in zip(names, arrays)],
                        dict(zip(keys, values)))
-    # The cache key: the usual call (ndarrays; None, int, str or int-sequence
-    # values) encoded natively as bytes, any other in Python.
+    # A cached call that can run on the caller's arrays as they are: one native
+    # call finds and runs it (its key is the call_signature below).
+    result = _compiled.CACHE.call(_compiled.stream(), kind, arrays, out, values)
+    if result is not None:
+        return result
+    # Any other call. The cache key: the usual call (ndarrays; None, int, str or
+    # int-sequence values) encoded natively as bytes, any other in Python.
     key = _core.call_signature(kind, arrays, out, values)
     if key is None:
         key = _python_signature(kind, arrays, out, values)
     prepared = _compiled.CACHE.lookup(key) if key is not None else None
     if prepared is not None:
-        # The signature settled every check but two, which execute_arrays makes
+        # The signature settled every check but two, which the direct call makes
         # before oneDNN runs: `out` is writeable and shares no memory with an input.
         result = prepared.run_direct(arrays, out)
         if result is not None:
@@ -322,7 +311,7 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
         prepared = prepare(kind, names, inputs, dict(zip(keys, values)), out_meta, copied=copied,
                            tune=_tuning.tuning_enabled())
         if key is not None:
-            _compiled.CACHE.store(key, prepared, prepared.op.compile_seconds)
+            _compiled.CACHE.store(key, prepared, prepared.op.compile_seconds, prepared.direct)
     elif prepared.any_copy:
         inputs = [np.ascontiguousarray(a) if c else a for a, c in zip(arrays, prepared.copy_inputs)]
     else:

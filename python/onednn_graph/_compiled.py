@@ -2,9 +2,9 @@
 
 The recipe is oneDNN's ``examples/graph/cpu_single_op_partition.cpp``: strided
 logical tensors that describe the caller's arrays exactly, one op, one
-partition, compiled for the CPU engine; each call hands the arrays to
-``CompiledPartition.execute_arrays`` (no copy, no Tensor objects) and executes
-without the GIL.
+partition, compiled for the CPU engine; each call hands the arrays to oneDNN
+(``_core.DirectCall`` or ``CompiledPartition.execute_arrays``: no copy, no
+Tensor objects) and executes without the GIL.
 
 Constant inputs (``constant_weights``) get the ``constant`` property, so oneDNN
 3.2 reorders them once and keeps the result in its constant-tensor cache. That
@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
-from typing import Any, Hashable, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -138,72 +137,22 @@ class CacheInfo(NamedTuple):
     compile_seconds: float  # total time spent compiling on misses
 
 
-class Cache:
-    """A bounded, thread-safe LRU of compiled calls, with statistics."""
+class Cache(_core.CallCache):
+    """The functional API's bounded LRU of prepared calls (``_call.Prepared``),
+    with statistics. Native (``cpp/call_cache.cpp``): a cached call with a
+    direct way to run is found and run in one native call (``call``); every
+    method runs under the GIL, which makes it thread-safe."""
 
     def __init__(self, capacity: int = 256) -> None:
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self._capacity = capacity
-        self.hits = self.misses = 0
-        self.compile_seconds = 0.0
-
-    def lookup(self, key: Hashable) -> Any:
-        # acquire/release rather than `with`: this is every call's path, and
-        # the context-manager protocol costs as much again as the lock.
-        self._lock.acquire()
-        try:
-            value = self._items.get(key)
-            if value is None:
-                self.misses += 1
-                return None
-            self._items.move_to_end(key)
-            self.hits += 1
-            return value
-        finally:
-            self._lock.release()
-
-    def store(self, key: Hashable, value: Any, compile_seconds: float) -> None:
-        with self._lock:
-            self.compile_seconds += compile_seconds
-            self._items[key] = value
-            self._evict()
-
-    def _evict(self) -> None:
-        while len(self._items) > self._capacity:
-            self._items.popitem(last=False)
-
-    @property
-    def capacity(self) -> int:
-        return self._capacity
-
-    @capacity.setter
-    def capacity(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"cache capacity must be an int >= 0, got {value!r}")
-        with self._lock:
-            self._capacity = value
-            self._evict()
+        super().__init__(capacity)
 
     def ops(self) -> list[CompiledOp]:
         """The compiled op of each cached call, least recently used first
         (``onednn_graph.reproducer`` writes any of them out)."""
-        with self._lock:
-            return [call.op for call in self._items.values()]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self.hits = self.misses = 0
-            self.compile_seconds = 0.0
+        return [call.op for call in self.values()]
 
     def info(self) -> CacheInfo:
-        with self._lock:
-            return CacheInfo(self.hits, self.misses, len(self._items), self._capacity,
-                             self.compile_seconds)
-
-    def __len__(self) -> int:
-        return len(self._items)
+        return CacheInfo(self.hits, self.misses, len(self), self.capacity, self.compile_seconds)
 
 
 CACHE = Cache()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import builtins
 import numpy as _np
 import collections.abc
+import numpy
 import typing
-__all__: list[str] = ['CompiledPartition', 'Engine', 'Graph', 'LogicalTensor', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'clear_onednn_caches', 'cpu_isa', 'get_constant_tensor_cache', 'onednn_allocations', 'op_kinds', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
+__all__: list[str] = ['CallCache', 'CompiledPartition', 'DirectCall', 'Engine', 'Graph', 'LogicalTensor', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'clear_onednn_caches', 'cpu_isa', 'get_constant_tensor_cache', 'onednn_allocations', 'op_kinds', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
 class Engine:
     """
     A oneDNN engine (the CPU).
@@ -208,6 +209,68 @@ class Graph:
         ...
     @builtins.property
     def op_ids(self) -> list[int]:
+        ...
+class DirectCall:
+    """
+    A compiled op's call on the caller's arrays, checked and run in one native call.
+    """
+    def __init__(self, partition: typing.Any, order: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dtype: numpy.dtype[typing.Any]) -> None:
+        """
+        `order[j]` is the caller's position of the partition's input j (empty: as
+        given); `shape` and `dtype` are those of a new result.
+        """
+    def run(self, stream: Stream, arrays: typing.Any, out: typing.Any) -> typing.Any:
+        """
+        Run on `arrays` (in the caller's order), writing `out` or a new result, and
+        return it; None when anything is refused (nothing ran).
+        """
+class CallCache:
+    """
+    A bounded LRU of prepared calls with statistics, and their hot path.
+    """
+    def __init__(self, capacity: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __len__(self) -> int:
+        ...
+    def call(self, stream: Stream, kind: typing.Any, arrays: typing.Any, out: typing.Any, values: typing.Any) -> typing.Any:
+        """
+        Run a cached call through its DirectCall and return the result; None when it
+        is not cached, has no DirectCall, or was refused (nothing ran).
+        """
+    def clear(self) -> None:
+        """
+        Drop every entry and zero the statistics.
+        """
+    def lookup(self, key: typing.Any) -> typing.Any:
+        """
+        The value stored under `key`, or None; counts a hit or a miss.
+        """
+    def store(self, key: typing.Any, value: typing.Any, compile_seconds: typing.SupportsFloat | typing.SupportsIndex, direct: typing.Any) -> None:
+        """
+        Store `value` and its DirectCall (or None) under `key`.
+        """
+    def values(self) -> list:
+        """
+        The stored values, least recently used first.
+        """
+    @builtins.property
+    def capacity(self) -> int:
+        """
+        Most calls kept (least recently used go first; 0 keeps none).
+        """
+    @capacity.setter
+    def capacity(self, arg1: typing.Any) -> None:
+        ...
+    @builtins.property
+    def compile_seconds(self) -> float:
+        """
+        Seconds spent compiling the calls stored (their sum).
+        """
+    @builtins.property
+    def hits(self) -> int:
+        ...
+    @builtins.property
+    def misses(self) -> int:
         ...
 def attr_types() -> dict:
     """

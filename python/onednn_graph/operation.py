@@ -19,7 +19,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from . import _arrays, _attrs, _call, _dtypes, ops
+from . import _arrays, _attrs, _call, _compiled, _dtypes, ops
 
 __all__ = ["Operation", "compile_op"]
 
@@ -154,6 +154,7 @@ class Operation:
         self._dtype = prepared.dtype
         self._n = len(self.input_names)
         self._copy = tuple(c for i, c in enumerate(prepared.copy_inputs) if i != constant)
+        self._direct = prepared.direct  # None when the call needs the Python path
 
     @property
     def output_shape(self) -> tuple[int, ...]:
@@ -190,10 +191,11 @@ class Operation:
         return None if self._constant is None else self._prepared.op.constants[self._constant]
 
     def __call__(self, *arrays: Any, out: Any = None) -> np.ndarray:
-        result = self._prepared.run_direct(
-            arrays if self._constant is None else self._with_constant(arrays), out)
-        if result is not None:
-            return result
+        if self._direct is not None:
+            result = self._direct.run(_compiled.stream(),
+                                  arrays if self._constant is None else self._with_constant(arrays), out)
+            if result is not None:
+                return result
         if len(arrays) != self._n:
             raise TypeError(f"{self.kind} takes {self._n} inputs {self.input_names}, got {len(arrays)}")
         p = self._prepared

@@ -1,0 +1,61 @@
+// DirectCall (see direct_call.hpp): the hot path of the functional API and of
+// compiled ops, where Python's own frames cost as much as oneDNN's tiny kernels.
+#include "direct_call.hpp"
+#include "buffers.hpp"
+#include "execute.hpp"
+
+namespace onednn_graph {
+
+py::object DirectCall::run(dnnl::stream &stream, py::handle arrays, py::handle out) const {
+    if (!out.is_none() && !exact_array(out)) return py::none();
+    const auto given = py::reinterpret_steal<py::object>(PySequence_Fast(arrays.ptr(), "arrays"));
+    if (!given) throw py::error_already_set();
+    ArrayList inputs = array_list(given);
+    std::vector<PyObject *> ordered;
+    if (!order.empty()) {
+        if (inputs.size != order.size()) return py::none();
+        for (size_t i : order) ordered.push_back(inputs.items[i]);
+        inputs.items = ordered.data();
+    }
+    // A new result only reserves memory here: np.empty's pages are touched by oneDNN.
+    py::object target = out.is_none() ? py::object(py::array(dtype, shape)) : py::reinterpret_borrow<py::object>(out);
+    PyObject *const outputs[1] = {target.ptr()};
+    CheckedArrays checked;
+    try {
+        check_stream(*compiled, stream, "execute");
+        checked = check_arrays(*compiled, "execute", inputs, ArrayList {outputs, 1});
+    } catch (const py::type_error &) {
+        return py::none();
+    } catch (const py::value_error &) {
+        return py::none();
+    }
+    run_checked(*compiled, stream, checked);
+    return target;
+}
+
+void bind_direct_call(py::module_ &m) {
+    py::class_<DirectCall>(m, "DirectCall",
+            "A compiled op's call on the caller's arrays, checked and run in one native call.")
+            .def(py::init([](py::object partition, std::vector<size_t> order, std::vector<py::ssize_t> shape,
+                                  py::dtype dtype) {
+                const auto &c = partition.cast<const CompiledPartition &>();
+                if (c.outputs.size() != 1)
+                    throw py::value_error("DirectCall: the partition must have one output, it has "
+                            + std::to_string(c.outputs.size()));
+                const size_t n = order.empty() ? c.inputs.size() : order.size();
+                if (n != c.inputs.size())
+                    throw py::value_error("DirectCall: order names " + std::to_string(n)
+                            + " inputs, the partition has " + std::to_string(c.inputs.size()));
+                for (size_t i : order)
+                    if (i >= n) throw py::value_error("DirectCall: order holds " + std::to_string(i)
+                            + ", past the last input");
+                return DirectCall {partition, &c, std::move(order), std::move(shape), std::move(dtype)};
+            }), py::arg("partition"), py::arg("order"), py::arg("shape"), py::arg("dtype"),
+                    "`order[j]` is the caller's position of the partition's input j (empty: as\n"
+                    "given); `shape` and `dtype` are those of a new result.")
+            .def("run", &DirectCall::run, py::arg("stream"), py::arg("arrays"), py::arg("out"),
+                    "Run on `arrays` (in the caller's order), writing `out` or a new result, and\n"
+                    "return it; None when anything is refused (nothing ran).");
+}
+
+} // namespace onednn_graph

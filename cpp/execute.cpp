@@ -1,0 +1,82 @@
+// Executing a compiled partition on NumPy arrays (see execute.hpp).
+#include "execute.hpp"
+#include "threads.hpp"
+
+#include <mutex>
+
+namespace onednn_graph {
+
+namespace {
+
+// Holds each of `given` after checking it against its logical tensor: the
+// precomputed BufferSpec first, check_buffer (which names what is wrong, or
+// accepts an equal dtype object) only on a mismatch.
+void wrap(const char *who, const char *role, const std::vector<dg::logical_tensor> &lts,
+        const std::vector<BufferSpec> &specs, ArrayList given, bool writes, const dnnl::engine &engine,
+        std::vector<py::array> &held, std::vector<dg::tensor> &tensors) {
+    if (given.size != lts.size())
+        throw py::value_error(std::string(who) + ": expected " + std::to_string(lts.size()) + " " + role
+                + " arrays, got " + std::to_string(given.size));
+    held.reserve(given.size);
+    tensors.reserve(given.size);
+    for (size_t i = 0; i < given.size; ++i) {
+        py::handle o = given.items[i];
+        const bool is_array = py::isinstance<py::array>(o);
+        if (!is_array || !fits(specs[i], py::reinterpret_borrow<py::array>(o), writes)) {
+            const std::string name = std::string(who) + ": " + role + " " + std::to_string(i);
+            if (!is_array) throw py::type_error(name + " must be a numpy.ndarray");
+            auto a = py::reinterpret_borrow<py::array>(o);
+            check_buffer(lts[i], a, name);
+            if (writes && !a.writeable()) throw py::value_error(name + " is read-only");
+        }
+        auto a = py::reinterpret_borrow<py::array>(o);
+        tensors.emplace_back(lts[i], engine, const_cast<void *>(a.data()));
+        held.push_back(std::move(a));
+    }
+}
+
+} // namespace
+
+void check_stream(const CompiledPartition &c, const dnnl::stream &stream, const char *who) {
+    if (stream.get_engine().get() != c.engine.get())
+        throw py::value_error(std::string(who) + ": the stream belongs to another Engine than the one the "
+                "partition was compiled for; create the Stream on that Engine");
+}
+
+// Ids are read only for an overlapping pair, so the hot path pays two bounds tests.
+void check_no_overlap(const CompiledPartition &c, const std::vector<dg::logical_tensor> &in_lts,
+        const std::vector<py::array> &ins, const std::vector<dg::logical_tensor> &out_lts,
+        const std::vector<py::array> &outs) {
+    for (size_t o = 0; o < outs.size(); ++o)
+        for (size_t i = 0; i < ins.size(); ++i) {
+            if (!overlaps(outs[o], ins[i])) continue;
+            const size_t in_id = in_lts[i].get_id(), out_id = out_lts[o].get_id();
+            const std::pair<size_t, size_t> pair {in_id, out_id};
+            bool inplace = false;
+            for (const auto &p : c.compiled.get_inplace_ports()) inplace |= p == pair;
+            if (!inplace)
+                throw py::value_error("execute: output " + std::to_string(o) + " (id " + std::to_string(out_id)
+                        + ") shares memory with input " + std::to_string(i) + " (id " + std::to_string(in_id)
+                        + "), and the partition does not compute them in place; oneDNN would read what it writes");
+        }
+}
+
+CheckedArrays check_arrays(const CompiledPartition &c, const char *who, ArrayList inputs, ArrayList outputs) {
+    CheckedArrays checked;
+    wrap(who, "input", c.inputs, c.input_specs, inputs, false, c.engine, checked.inputs, checked.input_tensors);
+    wrap(who, "output", c.outputs, c.output_specs, outputs, true, c.engine, checked.outputs,
+            checked.output_tensors);
+    check_no_overlap(c, c.inputs, checked.inputs, c.outputs, checked.outputs);
+    return checked;
+}
+
+void run_checked(const CompiledPartition &c, dnnl::stream &stream, const CheckedArrays &arrays) {
+    without_gil([&] {
+        std::lock_guard<std::mutex> one_at_a_time(*c.executing);
+        ThreadLimit limit(c.threads);
+        c.compiled.execute(stream, arrays.input_tensors, arrays.output_tensors);
+        stream.wait();
+    });
+}
+
+} // namespace onednn_graph

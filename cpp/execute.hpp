@@ -1,0 +1,47 @@
+// Executing a compiled partition on NumPy arrays: what CompiledPartition's
+// execute_arrays and the direct calls of compiled ops (direct_call.cpp) share.
+#pragma once
+#include "holders.hpp"
+
+namespace onednn_graph {
+
+// Borrowed arrays in the order the partition was compiled with.
+struct ArrayList {
+    PyObject *const *items;
+    size_t size;
+};
+
+// The items of a sequence made by PySequence_Fast (a list or a tuple).
+inline ArrayList array_list(const py::object &fast) {
+    return {PySequence_Fast_ITEMS(fast.ptr()), static_cast<size_t>(PySequence_Fast_GET_SIZE(fast.ptr()))};
+}
+
+// Refuses (ValueError, prefixed by `who`) a stream of another engine object
+// than the partition's: oneDNN 3.2 fails on it (invalid_arguments), even for
+// an engine of the same kind and index.
+void check_stream(const CompiledPartition &c, const dnnl::stream &stream, const char *who);
+
+// The arrays of one execution, checked and held, and oneDNN tensors over them.
+struct CheckedArrays {
+    std::vector<py::array> inputs, outputs; // held while oneDNN runs without the GIL
+    std::vector<dg::tensor> input_tensors, output_tensors;
+};
+
+// Refuses (ValueError) an output that shares memory with an input, unless the
+// compiled partition lists that pair (input id, output id) as in place: oneDNN
+// would read what it writes. Arrays come in the order of their logical tensors.
+void check_no_overlap(const CompiledPartition &c, const std::vector<dg::logical_tensor> &in_lts,
+        const std::vector<py::array> &ins, const std::vector<dg::logical_tensor> &out_lts,
+        const std::vector<py::array> &outs);
+
+// Checks every array against the compiled logical tensors (dtype, shape,
+// strides; outputs writeable and sharing no memory with an input unless oneDNN
+// computes that pair in place). Raises TypeError or ValueError naming the array
+// (prefixed by `who`), before anything runs.
+CheckedArrays check_arrays(const CompiledPartition &c, const char *who, ArrayList inputs, ArrayList outputs);
+
+// Runs the checked arrays on `stream` (of the partition's engine), without the
+// GIL, one execution of a compiled partition at a time.
+void run_checked(const CompiledPartition &c, dnnl::stream &stream, const CheckedArrays &arrays);
+
+} // namespace onednn_graph
