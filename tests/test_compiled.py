@@ -56,6 +56,12 @@ def test_the_native_signature_tells_calls_apart():
     ]
     keys = [_core.call_signature(*o) for o in others]
     assert None not in keys and len(set(keys + [key])) == len(others) + 1
+    # Keys past the encoder's stack buffer (1 kB) are built on the heap, alike.
+    long, longer = list(range(200)), list(range(201))
+    key = _core.call_signature("ConvTranspose", (x, w), None, (long, 0, "NXC", None))
+    assert len(key) > 1024
+    assert key == _core.call_signature("ConvTranspose", (x, w), None, (tuple(long), 0, "NXC", None))
+    assert key != _core.call_signature("ConvTranspose", (x, w), None, (longer, 0, "NXC", None))
     # Left to the Python signature, which keeps the value's type.
     for values in [((True,), 0, "NXC", None), ((2.0,), 0, "NXC", None), (np.int64(2), 0, "NXC", None),
                    (2**64, 0, "NXC", None)]:
