@@ -53,7 +53,7 @@ public:
     // Stores `value` (with its DirectCall, or None) under `key`, the most
     // recently used; drops the least recently used beyond the capacity.
     void store(const py::object &key, const py::object &value, double compile_seconds, const py::object &direct) {
-        if (!direct.is_none()) direct.cast<const DirectCall &>(); // a TypeError now, not on a call
+        if (!direct.is_none()) direct.cast<const DirectCall &>(); // a wrong type fails here, not on a call
         std::vector<Entry> dropped;
         compile_seconds_ += compile_seconds;
         const auto found = index_.find(key);

@@ -46,9 +46,13 @@ void bind_direct_call(py::module_ &m) {
                 if (n != c.inputs.size())
                     throw py::value_error("DirectCall: order names " + std::to_string(n)
                             + " inputs, the partition has " + std::to_string(c.inputs.size()));
-                for (size_t i : order)
-                    if (i >= n) throw py::value_error("DirectCall: order holds " + std::to_string(i)
-                            + ", past the last input");
+                std::vector<bool> seen(n);
+                for (size_t i : order) {
+                    if (i >= n || seen[i])
+                        throw py::value_error("DirectCall: order must be a permutation of 0.." + std::to_string(n - 1)
+                                + ", it holds " + std::to_string(i) + (i >= n ? "" : " twice"));
+                    seen[i] = true;
+                }
                 return DirectCall {partition, &c, std::move(order), std::move(shape), std::move(dtype)};
             }), py::arg("partition"), py::arg("order"), py::arg("shape"), py::arg("dtype"),
                     "`order[j]` is the caller's position of the partition's input j (empty: as\n"

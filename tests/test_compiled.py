@@ -151,7 +151,7 @@ def test_direct_call_runs_or_refuses_without_running(rng):
     for arrays, target in refused:
         assert direct.run(stream, arrays, target) is None
         assert np.isnan(np.asarray(target)).all()
-    for order in [(0,), (0, 2)]:
+    for order in [(0,), (0, 2), (1, 1)]:
         with pytest.raises(ValueError, match="order"):
             _core.DirectCall(partition, order, want.shape, want.dtype)
 

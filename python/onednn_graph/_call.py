@@ -3,10 +3,12 @@
 ``prepare`` does everything that depends only on the call's signature (kind,
 keywords, and the shape, strides and dtype of each array): checks, shape
 inference, the lowering, compilation. The result, a ``Prepared`` call, is kept
-in ``_compiled.CACHE`` under that signature, so a repeated call costs a
-dictionary lookup and ``Prepared.run``: no checks are repeated that the
-signature already settled, and none are skipped (an array of another shape,
-strides or dtype is another signature; C++ checks every buffer again).
+in ``_compiled.CACHE`` under that signature, so a repeated call costs one
+native call (``CACHE.call``: the key, the lookup, the ``DirectCall``), or a
+lookup and ``Prepared.run`` when the arrays need the Python path: no checks
+are repeated that the signature already settled, and none are skipped (an
+array of another shape, strides or dtype is another signature; C++ checks
+every buffer again).
 """
 
 from __future__ import annotations
