@@ -50,17 +50,6 @@ def instructions(command: list[str], stdin: str = "") -> int:
     return int(re.search(r"I\s+refs:\s+([\d,]+)", out.stderr).group(1).replace(",", ""))
 
 
-def floor_script(binary: Path, p: _bench.Problem) -> str:
-    """The C++ program's input for `p` (as CppFloor writes it), without the commands."""
-    with tempfile.TemporaryDirectory() as tmp:
-        tee = Path(tmp) / "tee.sh"
-        spec = Path(tmp) / "spec"
-        tee.write_text(f"#!/bin/sh\ntee {spec} | {binary.resolve()}\n")
-        tee.chmod(0o755)
-        _bench.CppFloor(tee, p).close()
-        return "\n".join(line for line in spec.read_text().splitlines() if line != "quit")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kind", default="ConvTranspose")
@@ -80,8 +69,8 @@ def main() -> int:
         per_call[system] = (counts[1] - counts[0]) / N
     binary = Path(args.binary)
     if binary.exists():
-        script = floor_script(binary, p)
-        counts = [instructions([str(binary)], f"{script}\nrun 2\nrun {n}\nquit\n") for n in (N, 2 * N)]
+        spec = _bench.floor_input(p)
+        counts = [instructions([str(binary)], f"{spec}run 2\nrun {n}\nquit\n") for n in (N, 2 * N)]
         per_call["cpp"] = (counts[1] - counts[0]) / N
     print(f"tiny {args.kind} {args.dtype} {args.format}: instructions per call "
           + ", ".join(f"{k} {v:,.0f}" for k, v in per_call.items()))

@@ -53,18 +53,20 @@ public:
     // Stores `value` (with its DirectCall, or None) under `key`, the most
     // recently used; drops the least recently used beyond the capacity.
     void store(const py::object &key, const py::object &value, double compile_seconds, const py::object &direct) {
-        if (!direct.is_none()) direct.cast<const DirectCall &>(); // a wrong type fails here, not on a call
+        // A wrong type fails here, not on a call.
+        const DirectCall *runner = direct.is_none() ? nullptr : &direct.cast<const DirectCall &>();
         std::vector<Entry> dropped;
         compile_seconds_ += compile_seconds;
         const auto found = index_.find(key);
         if (found != index_.end()) {
             Entry &entry = *found->second; // its key stays: the index borrows it
-            dropped.push_back(Entry {py::object(), std::move(entry.value), std::move(entry.direct)});
+            dropped.push_back(Entry {py::object(), std::move(entry.value), std::move(entry.direct), nullptr});
             entry.value = value;
             entry.direct = direct;
+            entry.runner = runner;
             lru_.splice(lru_.end(), lru_, found->second);
         } else {
-            lru_.push_back(Entry {key, value, direct});
+            lru_.push_back(Entry {key, value, direct, runner});
             index_.emplace(lru_.back().key, std::prev(lru_.end()));
         }
         evict(dropped);
@@ -78,11 +80,12 @@ public:
         const py::object key = call_signature(kind, arrays, out, values);
         if (key.is_none()) return py::none();
         const auto found = index_.find(key);
-        if (found == index_.end() || found->second->direct.is_none()) return py::none();
+        if (found == index_.end() || !found->second->runner) return py::none();
         // Held here: another thread may drop the entry while oneDNN runs without the GIL.
         const py::object direct = found->second->direct;
+        const DirectCall *runner = found->second->runner;
         lru_.splice(lru_.end(), lru_, found->second);
-        py::object result = direct.cast<const DirectCall &>().run(stream, arrays, out);
+        py::object result = runner->run(stream, arrays, out);
         if (!result.is_none()) ++hits_;
         return result;
     }
@@ -122,6 +125,7 @@ public:
 private:
     struct Entry {
         py::object key, value, direct;
+        const DirectCall *runner; // inside `direct` (null with it None): cast once, in store()
     };
 
     void evict(std::vector<Entry> &dropped) {

@@ -168,29 +168,36 @@ def _torch_call(p: Problem, torch: Any) -> Callable[[], Any]:
                             common["dilation"], False, [0] * nd, c.groups, [True, False, False])
 
 
+def floor_input(p: Problem) -> str:
+    """What the C++ program reads first: `p`'s compiled op (the package's lowering
+    and thread count), up to its "ready" line."""
+    prepared = _call.prepare(p.kind, ("a", "b"), p.arrays, p.kwargs)
+    op = prepared.op
+    if prepared.crop or prepared.out_perm is not None:
+        raise NotImplementedError("the C++ floor drives plain single-op problems only")
+    lines = [f"kind {op.kind}", f"dtype {op.dtype}", f"threads {op.threads}"]
+    for lt in op.inputs:
+        lines.append(f"input {_join(lt.shape)} {_join(lt.strides)}")
+    lines.append(f"output {_join(op.output.shape)} {_join(op.output.strides)}")
+    for name, value in op.attrs.items():
+        if isinstance(value, (list, tuple)):
+            lines.append(f"ints {name} {_join(value)}")
+        elif isinstance(value, int):
+            lines.append(f"int {name} {value}")
+        else:
+            lines.append(f"str {name} {value}")
+    return "\n".join(lines) + "\nready\n"
+
+
 class CppFloor:
     """The C++ program serving one compiled problem over a pipe."""
 
     def __init__(self, binary: Path, p: Problem) -> None:
-        prepared = _call.prepare(p.kind, ("a", "b"), p.arrays, p.kwargs)
-        op = prepared.op
-        if prepared.crop or prepared.out_perm is not None:
-            raise NotImplementedError("the C++ floor drives plain single-op problems only")
-        lines = [f"kind {op.kind}", f"dtype {op.dtype}", f"threads {op.threads}"]
-        for lt in op.inputs:
-            lines.append(f"input {_join(lt.shape)} {_join(lt.strides)}")
-        lines.append(f"output {_join(op.output.shape)} {_join(op.output.strides)}")
-        for name, value in op.attrs.items():
-            if isinstance(value, (list, tuple)):
-                lines.append(f"ints {name} {_join(value)}")
-            elif isinstance(value, int):
-                lines.append(f"int {name} {value}")
-            else:
-                lines.append(f"str {name} {value}")
+        spec = floor_input(p)
         self.process = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         text=True, bufsize=1)
         assert self.process.stdin and self.process.stdout
-        self.process.stdin.write("\n".join(lines) + "\nready\n")
+        self.process.stdin.write(spec)
         reply = self.process.stdout.readline().split()
         if not reply or reply[0] != "compiled":
             raise RuntimeError(f"C++ floor failed: {' '.join(reply)}")

@@ -292,10 +292,12 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
     # Any other call. The cache key: the usual call (ndarrays; None, int, str or
     # int-sequence values) encoded natively as bytes, any other in Python.
     key = _core.call_signature(kind, arrays, out, values)
+    native_key = key is not None
     if key is None:
         key = _python_signature(kind, arrays, out, values)
     prepared = _compiled.CACHE.lookup(key) if key is not None else None
-    if prepared is not None:
+    if prepared is not None and not native_key:
+        # CACHE.call above already tried the direct call under a native key.
         # The signature settled every check but two, which the direct call makes
         # before oneDNN runs: `out` is writeable and shares no memory with an input.
         result = prepared.run_direct(arrays, out)
