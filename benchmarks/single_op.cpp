@@ -65,6 +65,7 @@ static op::kind parse_kind(const std::string &name) {
     if (name == "ConvTransposeBackwardData") return op::kind::ConvTransposeBackwardData;
     if (name == "ConvTransposeBackwardWeights") return op::kind::ConvTransposeBackwardWeights;
     if (name == "ConvolutionBackwardData") return op::kind::ConvolutionBackwardData;
+    if (name == "ConvolutionBackwardWeights") return op::kind::ConvolutionBackwardWeights;
     if (name == "Convolution") return op::kind::Convolution;
     if (name == "MatMul") return op::kind::MatMul;
     throw std::runtime_error("unknown op kind " + name);

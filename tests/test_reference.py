@@ -139,6 +139,23 @@ def test_convolution_and_backward_data_by_hand():
         ref.convolution_backward_data(arr([[1, 2]]), arr([[1, 10]]), strides=2, **NCX_OIX)
 
 
+def test_convolution_backward_weights_by_hand():
+    # dW[k] = sum_p dy[p] * x[2p - 1 + k] on x = [1..5], dy = [1, -1, 2] (pads 1/1):
+    # k=0: 1*0 - 1*2 + 2*4 = 6; k=1: 1*1 - 1*3 + 2*5 = 8; k=2: 1*2 - 1*4 + 0 = -2
+    dw = ref.convolution_backward_weights(arr([[1, 2, 3, 4, 5]]), arr([[1, -1, 2]]), (1, 1, 3),
+                                          strides=2, pads_begin=1, pads_end=1, **NCX_OIX)
+    np.testing.assert_array_equal(dw, arr([[6, 8, -2]]))
+    # It is ConvTransposeBackwardWeights with the data roles swapped: the identity
+    # the package runs f32 NXC ConvTransposeBackwardWeights by (_lowering.preferred).
+    rng = np.random.default_rng(5)
+    x, dy = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 6, 7))
+    kw = dict(strides=2, groups=2, data_format="NCX")
+    iox = ref.conv_transpose_backward_weights(x, dy, (4, 3, 3), weights_format="IOX", **kw)
+    np.testing.assert_allclose(
+        ref.convolution_backward_weights(dy, x, (4, 3, 3), weights_format="OIX", **kw), iox,
+        rtol=1e-13)
+
+
 def test_convolution_backward_data_ignores_output_padding():
     # 3.2 ignores output_padding here: dst_shape fixes the geometry
     rng = np.random.default_rng(11)
@@ -267,7 +284,8 @@ def check_conv_transpose_adjoints(rng, op, **case):
 
 
 def check_convolution_adjoint(rng, **case):
-    """<conv(x, W), dy> == <x, ConvolutionBackwardData(dy, W, x.shape)>."""
+    """<conv(x, W), dy> == <x, ConvolutionBackwardData(dy, W, x.shape)>
+    == <W, ConvolutionBackwardWeights(x, dy, W.shape)>."""
     x, w, kw = _ct_case(rng, **case)
     kw["weights_format"] = {"IOX": "OIX", "XOI": "XIO"}[kw["weights_format"]]
     a = normalize("ConvolutionBackwardData", len(case["x"]), **kw)
@@ -275,9 +293,11 @@ def check_convolution_adjoint(rng, **case):
     y = ref.convolution(x, w, **kw)
     dy = rng.standard_normal(y.shape)
     dx = ref.convolution_backward_data(dy, w, x.shape, **kw)
-    assert dx.shape == x.shape
+    dw = ref.convolution_backward_weights(x, dy, w.shape, **kw)
+    assert dx.shape == x.shape and dw.shape == w.shape
     scale = np.vdot(ref.convolution(abs(x), abs(w), **kw), abs(dy))
     assert abs(np.vdot(y, dy) - np.vdot(x, dx)) <= x.size * w.size * EPS * scale
+    assert abs(np.vdot(y, dy) - np.vdot(w, dw)) <= x.size * w.size * EPS * scale
     return scale
 
 

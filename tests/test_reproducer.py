@@ -58,6 +58,25 @@ def test_lowered_calls_write_what_onednn_ran(rng):
     assert og.reproducer(fn, *args, **kw).native["graph"][0]["kind"] == "Convolution"
 
 
+def test_a_call_run_another_way_by_default_writes_that_way(rng, tmp_path):
+    """f32 NXC ConvTransposeBackwardWeights runs as the ConvolutionBackwardWeights of
+    diff_dst and src (_lowering.preferred): the file has that op, its inputs in the
+    order it takes them, and replays exactly."""
+    x = rng.integers(-2, 3, (1, 5, 6, 4)).astype(np.float32)
+    kw = dict(strides=2, pads_begin=1, pads_end=0, data_format="NXC", weights_format="XOI")
+    w_shape = (3, 2, 3, 4)
+    dy = rng.integers(-2, 3, shapes.output_shape("ConvTranspose", [x.shape, w_shape], **kw))
+    dy = dy.astype(np.float32)
+    r = og.reproducer(og.conv_transpose_backward_weights, x, dy, w_shape, **kw)
+    [op] = r.native["graph"]
+    assert op["kind"] == "ConvolutionBackwardWeights"
+    assert [t["shape"] for t in op["inputs"]] == [list(dy.shape), list(x.shape)]
+    path = tmp_path / "ctbw.json"
+    r.save(path, native=True)
+    result = _runner.run(og.load_graph(path), exact=True)
+    assert result.passed, [c.comparison.message for c in result.checks]
+
+
 def test_reproducer_runs_nothing(rng):
     fn, args, kw = _calls(rng)["ConvTranspose"]
     out = np.full(fn(*args, **kw).shape, np.nan, np.float32)

@@ -450,3 +450,19 @@ def test_convolution_backward_data_geometry(geometry):
             assert shapes.infer_dst_shape(dst, w, **kw) == src
         except ValueError as exc:  # ambiguous: the true size must be a candidate
             assert "ambiguous" in str(exc)
+
+
+def test_convolution_backward_weights_plan():
+    """The weights gradient of a convolution (what the package runs f32 NXC
+    ConvTransposeBackwardWeights as): a convolution of src must give diff_dst."""
+    kw = dict(strides=2, data_format="NCX", weights_format="OIX", groups=2)
+    p = shapes.plan("ConvolutionBackwardWeights", [(1, 4, 7), (1, 6, 3)], weights_shape=(6, 2, 3), **kw)
+    assert p.output_shape == (6, 2, 3) and p.kernel == (3,)
+    with pytest.raises(ValueError, match=r"the O axis \(4\) must equal the channels of diff_dst"):
+        shapes.plan("ConvolutionBackwardWeights", [(1, 4, 7), (1, 6, 3)], weights_shape=(4, 2, 3), **kw)
+    with pytest.raises(ValueError, match=r"times groups \(2\) must equal the channels of src"):
+        shapes.plan("ConvolutionBackwardWeights", [(1, 4, 7), (1, 6, 3)], weights_shape=(6, 1, 3), **kw)
+    with pytest.raises(ValueError, match="src size 7 and diff_dst size 4 do not fit"):
+        shapes.plan("ConvolutionBackwardWeights", [(1, 4, 7), (1, 6, 4)], weights_shape=(6, 2, 3), **kw)
+    with pytest.raises(ValueError, match="needs weights_shape="):
+        shapes.plan("ConvolutionBackwardWeights", [(1, 4, 7), (1, 6, 3)], **kw)

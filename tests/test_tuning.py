@@ -1,4 +1,5 @@
-"""compile_op(..., tune=True) and the alternative lowerings it chooses from.
+"""compile_op(..., tune=True), the alternative lowerings it chooses from, and the
+one the package runs by default where oneDNN 3.2 runs it faster (_lowering.preferred).
 
 Truth: the NumPy reference, with the package's derived bound
 (onednn_graph.tolerance): every alternative must compute the op, in every
@@ -31,11 +32,11 @@ GEOMETRIES = [  # (strides, pads_begin, pads_end, dilations, output_padding)
 ]
 
 
-def _problem(kind, geometry, data_format, dtype):
+def _problem(kind, geometry, data_format, dtype, groups=1):
     s, pb, pe, d, op = geometry
     return _support.problem(_support.Case(kind, dtype, data_format=data_format, strides=s,
                                           pads_begin=pb, pads_end=pe, dilations=d,
-                                          output_padding=op))
+                                          output_padding=op, groups=groups))
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -138,3 +139,70 @@ def test_set_tuning_lets_the_functional_api_tune_new_problems():
     assert result.ok, str(result)
     with pytest.raises(TypeError, match="bool"):
         og.set_tuning(1)
+
+
+# (kind, dtype, data_format, groups): the op kind the package runs by default. The
+# rule comes from timings (_lowering.preferred); these pin it, and the results.
+DEFAULTS = [
+    ("ConvTransposeBackwardWeights", "f32", "NXC", 1, "ConvolutionBackwardWeights"),
+    ("ConvTransposeBackwardWeights", "f32", "NXC", "depthwise", "ConvolutionBackwardWeights"),
+    ("ConvTransposeBackwardWeights", "bf16", "NXC", 1, "ConvTransposeBackwardWeights"),
+    ("ConvTransposeBackwardWeights", "f32", "NCX", 1, "ConvTransposeBackwardWeights"),
+    ("ConvTransposeBackwardData", "f32", "NXC", 2, "Convolution"),
+    ("ConvTransposeBackwardData", "bf16", "NXC", "depthwise", "Convolution"),
+    ("ConvTransposeBackwardData", "f32", "NXC", 1, "ConvTransposeBackwardData"),
+    ("ConvTransposeBackwardData", "f32", "NCX", 2, "ConvTransposeBackwardData"),
+    ("ConvTranspose", "f32", "NXC", 1, "ConvTranspose"),
+    ("ConvolutionBackwardData", "f32", "NXC", 1, "ConvolutionBackwardData"),
+]
+
+
+@pytest.mark.parametrize("kind, dtype, data_format, groups, runs_as", DEFAULTS)
+@pytest.mark.parametrize("geometry", [GEOMETRIES[1], GEOMETRIES[5], GEOMETRIES[6]])
+def test_the_default_formulation(kind, dtype, data_format, groups, runs_as, geometry):
+    """The functional API and compile_op run the same formulation, say which, and
+    compute the op (truth: the reference) in a plain, a folded and a cropped geometry."""
+    p = _problem(kind, geometry, data_format, dtype, groups)
+    inputs = dict(zip(og.operation._FUNCTIONS[kind][1], p.args))
+    op = og.compile_op(kind, **inputs, **p.kwargs)
+    if kind == "ConvTranspose" and op._prepared.crop:
+        runs_as = kind  # the cropped output's tail is the bias: ConvTranspose only
+    assert op._prepared.op.kind == runs_as
+    reason = f"(faster on oneDNN 3.2 for {dtype} NXC" + (" with groups > 1)" if groups != 1 else ")")
+    assert op.lowering.endswith(reason) == (runs_as != kind), op.lowering
+    result = _support._check(p, op(*p.args))
+    assert result.ok, str(result)
+    og.clear_cache()
+    result = _support._check(p, og.operation._FUNCTIONS[kind][0](*p.args, **p.kwargs))
+    assert result.ok, str(result)
+    [compiled] = _compiled.CACHE.ops()
+    assert compiled.kind == runs_as
+
+
+def test_the_default_falls_back_to_the_native_op(monkeypatch):
+    """A preferred formulation that oneDNN refuses is a preference, not a need: the
+    call compiles the op as written instead."""
+    real = _compiled.CompiledOp
+
+    def refuse_the_alternative(kind, *args, **kwargs):
+        if kind == "ConvolutionBackwardWeights":
+            raise og.UnsupportedError("refused for the test", "unimplemented")
+        return real(kind, *args, **kwargs)
+
+    monkeypatch.setattr(_compiled, "CompiledOp", refuse_the_alternative)
+    p = _problem("ConvTransposeBackwardWeights", GEOMETRIES[1], "NXC", "f32")
+    x, dy = p.args
+    op = og.compile_op("ConvTransposeBackwardWeights", src=x, diff_dst=dy, **p.kwargs)
+    assert op.lowering == "native" and op._prepared.op.kind == "ConvTransposeBackwardWeights"
+    result = _support._check(p, op(x, dy))
+    assert result.ok, str(result)
+
+
+def test_tuning_a_problem_whose_default_is_an_alternative_times_the_native_op_too():
+    p = _problem("ConvTransposeBackwardWeights", GEOMETRIES[1], "NXC", "f32")
+    x, dy = p.args
+    op = og.compile_op("ConvTransposeBackwardWeights", src=x, diff_dst=dy, threads=0,
+                       tune=True, **p.kwargs)
+    assert set(op.tuning) == {"native", "ConvolutionBackwardWeights of diff_dst and src "
+                                        "(faster on oneDNN 3.2 for f32 NXC)"}
+    assert op.lowering == min(op.tuning, key=op.tuning.get)

@@ -150,8 +150,9 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
     input_shapes = [a.shape for a in inputs]
     plan = shapes.plan(kind, input_shapes, **attrs)
     native = _lowering.lower(plan, input_shapes)
+    way = _lowering.preferred(plan, input_shapes, native, dtype_name(dtype))
     if reproducer.capturing():  # og.reproducer(fn, ...): describe the call, compile nothing
-        return reproducer.describe(kind, inputs, plan, native)  # type: ignore[return-value]
+        return reproducer.describe(kind, inputs, plan, way)  # type: ignore[return-value]
     output_shape = tuple(plan.output_shape)
     result_shape = output_shape
     if legacy_filter is not None:
@@ -181,49 +182,56 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
     if out_perm is not None:
         target = target.transpose(out_perm)
     crop_input = None
-    if native.crop:
+    if way.crop:  # every formulation of a problem has the same crop
         index = _lowering.geometry_tensor(kind)
         if index >= 0:
             crop_input = index
-            arrays[index] = crop(arrays[index], plan.attrs.data_format, native.crop)
+            arrays[index] = crop(arrays[index], plan.attrs.data_format, way.crop)
         else:
-            target = crop(target, plan.attrs.data_format, native.crop)
+            target = crop(target, plan.attrs.data_format, way.crop)
     constants = {constant: arrays[constant]} if constant is not None else None
     size = _cost.problem(plan, input_shapes)
     chosen_threads = threads is None
     if threads is None:
         threads = _cost.threads(size)
+    metas = [_compiled.meta(a) for a in arrays]
     try:
-        op = _compiled.CompiledOp(native.kind, native.attrs, dtype_name(dtype),
-                                  [_compiled.meta(a) for a in arrays], _compiled.meta(target),
-                                  constants, native.input_order, threads)
+        op = _compiled.CompiledOp(way.kind, way.attrs, dtype_name(dtype), metas,
+                                  _compiled.meta(target), constants, way.input_order, threads)
     except UnsupportedError as exc:
-        if native.kind == kind:
+        if way is not native:  # the faster formulation is a preference, not a need
+            way = native
+            op = _compiled.CompiledOp(way.kind, way.attrs, dtype_name(dtype), metas,
+                                      _compiled.meta(target), constants, way.input_order, threads)
+        elif native.kind == kind:
             raise
-        # Name the op the caller asked for, not only the one it was lowered to.
-        raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
-                               exc.status) from None
-    op.lowering = native.lowering
+        else:
+            # Name the op the caller asked for, not only the one it was lowered to.
+            raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
+                                   exc.status) from None
+    op.lowering = way.lowering
     if tune and target.size:
         op = _tune(op, plan, input_shapes, native, arrays, target, constants,
                    size.flops if chosen_threads else None)
-    return Prepared(op, result_shape, dtype, copy_inputs, crop_input, native.crop,
+    return Prepared(op, result_shape, dtype, copy_inputs, crop_input, way.crop,
                     plan.attrs.data_format, out_perm)
 
 
 def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, native: _lowering.NativeOp,
           arrays: list[np.ndarray], target: np.ndarray,
           constants: Optional[dict[int, np.ndarray]], flops: Optional[int]) -> _compiled.CompiledOp:
-    """The fastest of `op` and the problem's other lowerings (same crop, same arrays),
+    """The fastest of `op` and the problem's other lowerings (same crop, same arrays;
+    `native` is ``_lowering.lower``'s answer, which `op` may run another way),
     each also on the other thread count where the problem (of `flops`; None when the
     caller fixed the count) is small enough for the choice to be close."""
     counts = [op.threads]
     if flops is not None and _core.can_limit_threads() and flops < _TUNE_THREADS_BELOW:
         counts.append(1 if op.threads != 1 else 0)
     candidates = []
+    # Every formulation has its own op kind; `op` is one of them (the default).
     for way in [native, *_lowering.alternatives(plan, input_shapes, native)]:
         for threads in counts:
-            if way is native and threads == op.threads:
+            if way.kind == op.kind and threads == op.threads:
                 candidates.append(op)
                 continue
             try:
@@ -233,7 +241,7 @@ def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, nativ
                                                 threads)
             except UnsupportedError:
                 continue  # oneDNN 3.2 cannot compile this formulation here; the others remain
-            compiled.lowering = way.lowering
+            compiled.lowering = op.lowering if way.kind == op.kind else way.lowering
             candidates.append(compiled)
     if len(candidates) == 1:
         return op

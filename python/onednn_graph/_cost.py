@@ -52,6 +52,7 @@ def problem(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> Problem
         _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: (first, tuple(input_shapes[1]) if len(input_shapes) > 1 else ()),
         _attrs.CONV_BWD_DATA: (first, out),
         "Convolution": (out, first),  # the forward convolution is ConvTranspose's adjoint
+        "ConvolutionBackwardWeights": (tuple(input_shapes[1]), first),  # conv's diff_dst is its src
     }[a.kind]
     fmt = a.data_format
     return Problem(src[0], shapes.data_channels(fmt, src), shapes.data_channels(fmt, dst),

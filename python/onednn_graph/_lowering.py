@@ -36,6 +36,10 @@ tests/test_lowering.py against the reference):
   adjoint.
 * ConvolutionBackwardData's output_padding: 3.2 ignores it (dst_shape fixes the
   geometry), so it is not passed.
+
+Those rules make a call compile. Two more only make it faster (``preferred``): a
+few kinds of calls run by default as the op ``alternatives`` offers, where 3.2
+ran that form faster on nearly every shape measured.
 """
 
 from __future__ import annotations
@@ -150,7 +154,7 @@ def _ctbd_as_convolution(plan: shapes.Plan, pads_end: tuple[int, ...], crop: tup
 
 
 def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
-                 chosen: NativeOp) -> list[NativeOp]:
+                 chosen: NativeOp, why: str = "chosen by measurement") -> list[NativeOp]:
     """Other ops that compute what `chosen` (``lower``'s answer) computes, with the
     same crop: candidates for ``compile_op(..., tune=True)``, which keeps the fastest.
 
@@ -171,24 +175,54 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
         return [NativeOp(_attrs.CONV_BWD_DATA, _explicit(
             plan, pads_end, weights_format=TRANSPOSE_AS_CONV_FORMAT[a.weights_format],
             dst_shape=list(plan.output_shape)),
-            "ConvolutionBackwardData over the same weights (chosen by measurement)")]
+            f"ConvolutionBackwardData over the same weights ({why})")]
     if a.kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS and chosen.kind == a.kind:
         # ConvTranspose(x, W) is the backward data of Convolution(y, W) over the
         # same weights memory (IOX read as OIX, XOI as XIO), so their weight
         # gradients are one: conv's src is diff_dst, its diff_dst is src.
         attrs = dict(chosen.attrs, weights_format=TRANSPOSE_AS_CONV_FORMAT[chosen.attrs["weights_format"]])
         return [NativeOp("ConvolutionBackwardWeights", attrs,
-                         "ConvolutionBackwardWeights of diff_dst and src (chosen by measurement)",
+                         f"ConvolutionBackwardWeights of diff_dst and src ({why})",
                          chosen.crop, input_order=(1, 0))]
     if a.kind == _attrs.CONV_TRANSPOSE_BWD_DATA and chosen.kind == a.kind:
         # lower() hands this op explicit pads (auto_pad "None"), folded and cropped.
         pads_end = tuple(int(p) for p in chosen.attrs["pads_end"])
-        return [_ctbd_as_convolution(plan, pads_end, chosen.crop, "chosen by measurement")]
+        return [_ctbd_as_convolution(plan, pads_end, chosen.crop, why)]
     if a.kind == _attrs.CONV_BWD_DATA and chosen.kind == a.kind:
         return [_cbd_as_conv_transpose(plan, shapes.data_spatial(a.data_format, input_shapes[0]),
                                        shapes.data_spatial(a.data_format, plan.output_shape),
-                                       "chosen by measurement")]
+                                       why)]
     return []
+
+
+def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
+              dtype: str) -> NativeOp:
+    """What the package runs by default for `chosen` (``lower``'s answer) on `dtype`
+    data: `chosen`, or the alternative that oneDNN 3.2 ran faster on nearly every shape
+    measured (``python benchmarks/alternative_lowerings.py`` on the suite's 8 cases,
+    with ``--held-out`` on 12 others; README, Performance):
+
+    * ConvTransposeBackwardWeights, f32, NXC, as ConvolutionBackwardWeights: 3.2 runs
+      the native op (jit:avx512_core) on aBcd16b-blocked copies of both inputs, the
+      convolution on the caller's channels-last buffers. 0.24-0.86x the native time
+      on 15 of 20 shapes, 0.97-1.05x on 4, 1.12x on one (wavenet-1d).
+    * ConvTransposeBackwardData, groups > 1, NXC (f32 and bf16), as the forward
+      Convolution: its brdgmm_dw / brgconv kernels read channels-last data in place,
+      where the native op reorders diff_dst into blocks. 0.32-0.97x on all 3 grouped
+      shapes in both dtypes.
+
+    Elsewhere neither form wins consistently (ConvTransposeBackwardData f32 NXC as a
+    Convolution: 0.32-0.92x on 16 shapes, but 1.36-2.36x on the DCGAN head and three
+    wide layers on 1-16 positions), so the op runs as written and ``tune=True`` measures.
+    """
+    a = plan.attrs
+    if chosen.kind != a.kind or a.data_format != "NXC":
+        return chosen  # already rewritten so that 3.2 compiles it; or channels-first
+    if (a.kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS and dtype == "f32") or \
+            (a.kind == _attrs.CONV_TRANSPOSE_BWD_DATA and a.groups > 1):
+        why = f"faster on oneDNN 3.2 for {dtype} NXC" + (" with groups > 1" if a.groups > 1 else "")
+        return alternatives(plan, input_shapes, chosen, why)[0]
+    return chosen
 
 
 def spelled_natively(a: _attrs.ConvAttrs) -> dict[str, Any]:

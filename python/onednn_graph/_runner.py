@@ -28,7 +28,9 @@ REFERENCE = {
     _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: reference.conv_transpose_backward_weights,
     _attrs.CONV_BWD_DATA: reference.convolution_backward_data,
     _attrs.LEGACY_BACKPROP_FILTERS: reference.conv_transpose_backprop_filters,
-    "Convolution": reference.convolution,  # what a dilated ConvTransposeBackwardData runs as
+    # What some ConvTransposeBackwardData and ConvTransposeBackwardWeights calls run as.
+    "Convolution": reference.convolution,
+    "ConvolutionBackwardWeights": reference.convolution_backward_weights,
 }
 
 

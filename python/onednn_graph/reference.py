@@ -48,6 +48,7 @@ __all__ = [
     "conv_transpose_backward_weights",
     "convolution_backward_data",
     "convolution",
+    "convolution_backward_weights",
     "conv_transpose_backprop_filters",
 ]
 
@@ -352,6 +353,47 @@ def convolution(src: Any, weights: Any, *, strides: Spatial = 1, pads_begin: Spa
     out_spatial = shapes.data_spatial(data_format, p.output_shape)
     y = _conv_ncx(x, w, _geom(p), p.attrs.groups, out_spatial)
     return _relayout(y, "NCX", data_format).astype(dtype, order="C")
+
+
+def convolution_backward_weights(src: Any, diff_dst: Any, weights_shape: Sequence[int], *,
+                                 strides: Spatial = 1, pads_begin: Spatial = 0,
+                                 pads_end: Spatial = 0, dilations: Spatial = 1,
+                                 auto_pad: str = "none", groups: int = 1,
+                                 data_format: str = "NXC", weights_format: str = "XIO"
+                                 ) -> np.ndarray:
+    """Reference ConvolutionBackwardWeights: the gradient of :func:`convolution` with
+    respect to its weights, which the package runs some ConvTransposeBackwardWeights
+    calls as.
+
+    ``dW[o, c % (C_in/g), k] = sum_{n, p} diff_dst[n, o, p] * src[n, c, p*s - pb + k*d]``
+    (OIX indices, ``c`` in ``o``'s group), returned in ``weights_format`` (``OIX`` or
+    ``XIO``) with ``weights_shape``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[[1.0, 2.0, 3.0, 4.0]]])
+    >>> dy = np.array([[[1.0, 0.0, -1.0]]])
+    >>> convolution_backward_weights(x, dy, (1, 1, 2), data_format="NCX", weights_format="OIX")
+    array([[[-2., -2.]]])
+    """
+    a, dtype = _inputs(src=src, diff_dst=diff_dst)
+    kw = _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_format,
+                  weights_format)
+    p = shapes.plan("ConvolutionBackwardWeights", [a["src"].shape, a["diff_dst"].shape],
+                    weights_shape=weights_shape, **kw)
+    g = p.attrs.groups
+    x = _relayout(a["src"], data_format, "NCX")
+    dy = _grouped(_relayout(a["diff_dst"], data_format, "NCX"), g)
+    out_spatial = dy.shape[3:]
+    dyf = dy.reshape(*dy.shape[:3], -1)  # (N, g, C_out/g, prod(Y))
+    c_out, c_in_g = dy.shape[1] * dy.shape[2], x.shape[1] // g
+    dw = np.zeros((c_out, c_in_g, *p.kernel))
+    for tap in _taps(p.kernel):
+        xs = _grouped(_gather(x, tap, _geom(p), out_spatial), g)
+        dw[(slice(None), slice(None)) + tap] = np.einsum(
+            "ngop,ngcp->goc", dyf, xs.reshape(*xs.shape[:3], -1)).reshape(c_out, c_in_g)
+    return _relayout(dw, "OIX", p.attrs.weights_format).astype(dtype, order="C")
 
 
 def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,

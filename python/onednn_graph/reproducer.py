@@ -101,7 +101,8 @@ def describe(kind: str, inputs: Sequence[np.ndarray], plan: shapes.Plan,
     if kind in _attrs.SHAPE_ATTR:
         attrs[_attrs.SHAPE_ATTR[kind]] = list(out_shape)
     spec = _graph.Op(0, kind, lts, [out], attrs, kind)
-    run = _core.Op(0, native.kind, lts, [out], native.attrs, native.kind)
+    taken = [lts[i] for i in native.input_order] if native.input_order else lts
+    run = _core.Op(0, native.kind, taken, [out], native.attrs, native.kind)
     return Reproducer(graph_json.document([spec]), graph_json.document([run]))
 
 

@@ -75,14 +75,17 @@ KINDS = (
 #: ``filter_format``/``filter_shape``. See :func:`from_legacy_filter`.
 LEGACY_KIND = "ConvTransposeBackpropFilters"
 
-# The op's inputs in spec order. "Convolution" is the forward convolution. It
-# is not one of the four kinds; the reference needs it for adjoint tests.
+# The op's inputs in spec order. "Convolution" is the forward convolution and
+# "ConvolutionBackwardWeights" its weights gradient. They are not among the
+# four kinds: the package runs some calls as them (_lowering.py), and the
+# reference and the graph driver check them.
 _INPUT_NAMES = {
     "ConvTranspose": ("src", "weights", "bias"),
     "ConvTransposeBackwardData": ("diff_dst", "weights"),
     "ConvTransposeBackwardWeights": ("src", "diff_dst"),
     "ConvolutionBackwardData": ("diff_dst", "weights"),
     "Convolution": ("src", "weights"),
+    "ConvolutionBackwardWeights": ("src", "diff_dst"),
 }
 _MIN_INPUTS = {"ConvTranspose": 2}
 
@@ -414,11 +417,12 @@ def _as_shape(name: str, shape: Any, rank: Optional[int] = None) -> Shape:
 
 
 def _normalize(kind: str, nsp: int, kw: dict) -> _attrs.ConvAttrs:
-    if kind == "Convolution":
-        # The forward convolution has the attributes of ConvolutionBackwardData
-        # (SET_CONV_COMMON_ATTRS in interface/op_schema.hpp) and its auto-pad rule.
+    if kind in ("Convolution", "ConvolutionBackwardWeights"):
+        # The forward convolution and its weights gradient have the attributes
+        # of ConvolutionBackwardData (SET_CONV_COMMON_ATTRS in
+        # interface/op_schema.hpp) and its auto-pad rule.
         attrs = _attrs.normalize("ConvolutionBackwardData", nsp, **kw)
-        return dataclasses.replace(attrs, kind="Convolution")
+        return dataclasses.replace(attrs, kind=kind)
     return _attrs.normalize(kind, nsp, **kw)
 
 
@@ -436,6 +440,33 @@ def _positive_output(kind: str, spatial: Sequence[int]) -> None:
     if any(v < 1 for v in spatial):
         _fail(f"{kind}: the output spatial size {tuple(spatial)} is empty; check the "
               "kernel, strides, dilations and pads")
+
+
+def _convolution_geometry(a: _attrs.ConvAttrs, src_name: str, src: Shape, diff_dst: Shape,
+                          weights_name: str, weights: Shape) -> Tuple[Shape, Shape, Shape]:
+    """(kernel, pads_begin, pads_end) of a convolution from `src` to `diff_dst` over
+    `weights`, after checking that they fit: the shared part of
+    ConvolutionBackwardData (src = dst_shape) and ConvolutionBackwardWeights
+    (weights = weights_shape)."""
+    fmt, g = a.data_format, a.groups
+    i, o = _weights_io(a.weights_format, weights)
+    c_src, c_dd = data_channels(fmt, src), data_channels(fmt, diff_dst)
+    if o != c_dd:
+        _fail(f"{weights_name} {weights}: the O axis ({o}) must equal the channels of diff_dst "
+              f"({c_dd}); in {a.weights_format} the O axis holds C_out")
+    _check_groups(g, "the channels of diff_dst", c_dd)
+    if i * g != c_src:
+        _fail(f"{weights_name} {weights}: the I axis ({i}) times groups ({g}) must equal the "
+              f"channels of {src_name} ({c_src}); the I axis holds C_in/groups")
+    kernel = weights_spatial(a, weights)
+    x_sp, y_sp = data_spatial(fmt, src), data_spatial(fmt, diff_dst)
+    pb, pe = resolve_pads(a, x_sp, kernel)  # the forward convolution's rule, on src
+    for ax, (x, y, k, s, d) in enumerate(zip(x_sp, y_sp, kernel, a.strides, a.dilations)):
+        if conv_out_size(x, k, s, d, pb[ax], pe[ax]) != y:
+            _fail(f"spatial axis {ax}: {src_name} size {x} and diff_dst size {y} do "
+                  f"not fit kernel {k} (stride {s}, dilation {d}, pads "
+                  f"{pb[ax]}/{pe[ax]}); a convolution of {src_name} must give diff_dst")
+    return kernel, pb, pe
 
 
 def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Plan:
@@ -477,6 +508,7 @@ def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Plan
         _fail(f"{names[0]} {first} must have rank >= 3 (N, C and at least one spatial axis)")
     kw = dict(attrs)
     out_attr = {"ConvTransposeBackwardWeights": "weights_shape",
+                "ConvolutionBackwardWeights": "weights_shape",
                 "ConvolutionBackwardData": "dst_shape"}.get(kind)
     given_out = kw.pop(out_attr, None) if out_attr else None
     a = _normalize(kind, rank - 2, kw)
@@ -519,6 +551,16 @@ def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Plan
                       "floor((Y + pb + pe - op - (K-1)*d - 1) / s) + 1 == X")
         return Plan(a, kernel, pb, pe, ws)
 
+    if kind == "ConvolutionBackwardWeights":
+        src, diff_dst = shapes
+        if given_out is None:
+            _fail("ConvolutionBackwardWeights needs weights_shape= (the shape of "
+                  f"diff_weights in weights_format {a.weights_format!r})")
+        ws = _as_shape("weights_shape", given_out, rank)
+        _check_batch("src", src, "diff_dst", diff_dst)
+        kernel, pb, pe = _convolution_geometry(a, "src", src, diff_dst, "weights_shape", ws)
+        return Plan(a, kernel, pb, pe, ws)
+
     if kind == "ConvolutionBackwardData":
         diff_dst, w = shapes
         if given_out is None:
@@ -527,25 +569,9 @@ def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Plan
                   "it when it is unique")
         dst = _as_shape("dst_shape", given_out, rank)
         _check_batch("diff_dst", diff_dst, "dst_shape", dst)
-        i, o = _weights_io(a.weights_format, w)
-        c_dd, c_dst = data_channels(fmt, diff_dst), data_channels(fmt, dst)
-        if o != c_dd:
-            _fail(f"weights {w}: the O axis ({o}) must equal the channels of diff_dst "
-                  f"({c_dd}); in {a.weights_format} the O axis holds C_out")
-        _check_groups(g, "the channels of diff_dst", c_dd)
-        if i * g != c_dst:
-            _fail(f"weights {w}: the I axis ({i}) times groups ({g}) must equal the "
-                  f"channels of dst_shape ({c_dst}); the I axis holds C_in/groups")
-        kernel = weights_spatial(a, w)
-        x_sp, y_sp = data_spatial(fmt, dst), data_spatial(fmt, diff_dst)
         # infer_conv_bprop_data_output_shape pads with dst_shape's spatial sizes.
         # output_padding is never read: the 3.2 library ignores it here.
-        pb, pe = resolve_pads(a, x_sp, kernel)
-        for ax, (x, y, k, (s, d, _)) in enumerate(zip(x_sp, y_sp, kernel, sizes)):
-            if conv_out_size(x, k, s, d, pb[ax], pe[ax]) != y:
-                _fail(f"spatial axis {ax}: dst_shape size {x} and diff_dst size {y} do "
-                      f"not fit kernel {k} (stride {s}, dilation {d}, pads "
-                      f"{pb[ax]}/{pe[ax]}); a convolution of dst_shape must give diff_dst")
+        kernel, pb, pe = _convolution_geometry(a, "dst_shape", dst, diff_dst, "weights", w)
         return Plan(a, kernel, pb, pe, dst)
 
     data, w = shapes[0], shapes[1]
