@@ -268,7 +268,7 @@ def _timed(fn: Callable[[], Any], n: int) -> float:
 
 
 _SETTLE = 0.05  # seconds between batches (see measure)
-_FIRST_REPEATS = 3  # cold first calls per system; the fastest is reported
+_FIRST_REPEATS = 5  # cold first calls per system, alternating; the fastest is reported
 
 
 def first_call(p: Problem) -> float:
@@ -286,7 +286,6 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
             target: float) -> dict[str, Any]:
     """Best and median per-call seconds of each system over interleaved rounds,
     and both first calls."""
-    first = min(first_call(p) for _ in range(_FIRST_REPEATS))
     # The functional API's input names, in order (a ConvTranspose here has no bias).
     inputs: dict[str, Any] = dict(zip(_FUNCTIONS[p.kind][1], p.arrays))
     compiled_op = compile_op(p.kind, **inputs, **p.kwargs)
@@ -325,12 +324,21 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
             samples[name].append(systems[name](batch[name]))
     result: dict[str, Any] = {name: min(v) for name, v in samples.items()}
     result.update({f"{name}_median": float(np.median(v)) for name, v in samples.items()})
-    result["first_call"] = first
-    # The C++ program's first call: graph to compiled partition, then one execution.
-    result["first_cpp"] = None
+    # First calls: the package's, and the C++ program's (graph to compiled
+    # partition, then one execution), alternating after a pause each, so that
+    # both meet the same state of the machine.
+    firsts: dict[str, list[float]] = {"first_call": [], "first_cpp": []}
+    for _ in range(_FIRST_REPEATS):
+        time.sleep(_SETTLE)
+        firsts["first_call"].append(first_call(p))
+        if floor is not None:
+            time.sleep(_SETTLE)
+            firsts["first_cpp"].append(floor.first())
     if floor is not None:
-        result["first_cpp"] = min(floor.first() for _ in range(_FIRST_REPEATS))
         floor.close()
+    for name, values in firsts.items():
+        result[name] = min(values) if values else None
+        result[f"{name}_median"] = float(np.median(values)) if values else None
     result["lowering"] = _how(compiled_op)
     result["tuned_lowering"] = _how(tuned_op) if tuned_op.tuning is not None else None
     return result
