@@ -150,6 +150,8 @@ DEFAULTS = [
     ("ConvTransposeBackwardWeights", "f32", "NCX", 1, "ConvTransposeBackwardWeights"),
     ("ConvTransposeBackwardData", "f32", "NXC", 2, "Convolution"),
     ("ConvTransposeBackwardData", "bf16", "NXC", "depthwise", "Convolution"),
+    ("ConvTransposeBackwardData", "f16", "NXC", "depthwise", "ConvTransposeBackwardData"),
+    ("ConvTransposeBackwardWeights", "f16", "NXC", 1, "ConvTransposeBackwardWeights"),
     ("ConvTransposeBackwardData", "f32", "NXC", 1, "ConvTransposeBackwardData"),
     ("ConvTransposeBackwardData", "f32", "NCX", 2, "ConvTransposeBackwardData"),
     ("ConvTranspose", "f32", "NXC", 1, "ConvTranspose"),

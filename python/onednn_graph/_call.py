@@ -195,17 +195,20 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
     if threads is None:
         threads = _cost.threads(size)
     metas = [_compiled.meta(a) for a in arrays]
-    try:
-        op = _compiled.CompiledOp(way.kind, way.attrs, dtype_name(dtype), metas,
-                                  _compiled.meta(target), constants, way.input_order, threads)
-    except UnsupportedError as exc:
-        if way is not native:  # the faster formulation is a preference, not a need
-            way = native
+    op = None
+    if way is not native:
+        try:
             op = _compiled.CompiledOp(way.kind, way.attrs, dtype_name(dtype), metas,
                                       _compiled.meta(target), constants, way.input_order, threads)
-        elif native.kind == kind:
-            raise
-        else:
+        except UnsupportedError:
+            way = native  # the faster formulation is a preference, not a need
+    if op is None:
+        try:
+            op = _compiled.CompiledOp(native.kind, native.attrs, dtype_name(dtype), metas,
+                                      _compiled.meta(target), constants, native.input_order, threads)
+        except UnsupportedError as exc:
+            if native.kind == kind:
+                raise
             # Name the op the caller asked for, not only the one it was lowered to.
             raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
                                    exc.status) from None

@@ -209,7 +209,7 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     * ConvTransposeBackwardData, groups > 1, NXC (f32 and bf16), as the forward
       Convolution: its brdgmm_dw / brgconv kernels read channels-last data in place,
       where the native op reorders diff_dst into blocks. 0.32-0.97x on all 3 grouped
-      shapes in both dtypes.
+      shapes in both dtypes. Not f16: there the Convolution took 0.89-2.40x.
 
     Elsewhere neither form wins consistently (ConvTransposeBackwardData f32 NXC as a
     Convolution: 0.32-0.92x on 16 shapes, but 1.36-2.36x on the DCGAN head and three
@@ -219,7 +219,7 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     if chosen.kind != a.kind or a.data_format != "NXC":
         return chosen  # already rewritten so that 3.2 compiles it; or channels-first
     if (a.kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS and dtype == "f32") or \
-            (a.kind == _attrs.CONV_TRANSPOSE_BWD_DATA and a.groups > 1):
+            (a.kind == _attrs.CONV_TRANSPOSE_BWD_DATA and a.groups > 1 and dtype != "f16"):
         why = f"faster on oneDNN 3.2 for {dtype} NXC" + (" with groups > 1" if a.groups > 1 else "")
         return alternatives(plan, input_shapes, chosen, why)[0]
     return chosen
