@@ -173,7 +173,7 @@ def floor_input(p: Problem) -> str:
     and thread count), up to its "ready" line."""
     prepared = _call.prepare(p.kind, ("a", "b"), p.arrays, p.kwargs)
     op = prepared.op
-    if prepared.crop or prepared.out_perm is not None:
+    if prepared.crop or prepared.out_perm is not None or op.compiled is None:
         raise NotImplementedError("the C++ floor drives plain single-op problems only")
     lines = [f"kind {op.kind}", f"dtype {op.dtype}", f"threads {op.threads}"]
     for lt in op.inputs:

@@ -17,7 +17,7 @@ from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
-from . import _arrays, _attrs, _compiled, _core, _cost, _lowering, _tuning, reproducer, shapes
+from . import _arrays, _as_f32, _attrs, _compiled, _core, _cost, _lowering, _tuning, reproducer, shapes
 from ._dtypes import dtype_name
 from .errors import UnsupportedError
 
@@ -33,7 +33,7 @@ class Prepared:
     __slots__ = ("op", "output_shape", "dtype", "copy_inputs", "any_copy", "crop_input", "crop",
                  "data_format", "out_perm", "direct", "__weakref__")
 
-    def __init__(self, op: _compiled.CompiledOp, output_shape: tuple[int, ...], dtype: np.dtype,
+    def __init__(self, op: Any, output_shape: tuple[int, ...], dtype: np.dtype,
                  copy_inputs: tuple[bool, ...], crop_input: Optional[int], crop: tuple[int, ...],
                  data_format: str, out_perm: Optional[tuple[int, ...]]) -> None:
         self.op, self.output_shape, self.dtype = op, output_shape, dtype
@@ -43,7 +43,7 @@ class Prepared:
         # The caller's arrays go to oneDNN as they are: a native DirectCall
         # checks every buffer as execute_arrays does, and runs the call.
         self.direct: Any = None
-        if not crop and out_perm is None and not self.any_copy:
+        if not crop and out_perm is None and not self.any_copy and op.compiled is not None:
             self.direct = _core.DirectCall(op.compiled, op.input_order, output_shape, dtype)
 
     def run_direct(self, arrays: Sequence[Any], out: Any) -> Any:
@@ -198,14 +198,16 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
     op = None
     if way is not native:
         try:
-            op = _compiled.CompiledOp(way.kind, way.attrs, dtype_name(dtype), metas,
-                                      _compiled.meta(target), constants, way.input_order, threads)
+            op = _as_f32.compiler(way.kind, dtype_name(dtype))(
+                way.kind, way.attrs, dtype_name(dtype), metas, _compiled.meta(target), constants,
+                way.input_order, threads)
         except UnsupportedError:
             way = native  # the faster formulation is a preference, not a need
     if op is None:
         try:
-            op = _compiled.CompiledOp(native.kind, native.attrs, dtype_name(dtype), metas,
-                                      _compiled.meta(target), constants, native.input_order, threads)
+            op = _as_f32.compiler(native.kind, dtype_name(dtype))(
+                native.kind, native.attrs, dtype_name(dtype), metas, _compiled.meta(target),
+                constants, native.input_order, threads)
         except UnsupportedError as exc:
             if native.kind == kind:
                 raise
@@ -213,7 +215,9 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
             raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
                                    exc.status) from None
     op.lowering = way.lowering
-    if tune and target.size:
+    if op.compiled is None:  # an F32Chain: one formulation, no tuning
+        op.lowering += ", in f32 between TypeCasts (oneDNN 3.2's f16 kernel for it is ref:any)"
+    elif tune and target.size:
         op = _tune(op, plan, input_shapes, native, arrays, target, constants,
                    size.flops if chosen_threads else None)
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, way.crop,

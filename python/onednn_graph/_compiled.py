@@ -63,10 +63,13 @@ class CompiledOp:
     many OpenMP threads (``_cost.threads``); 0 is oneDNN's default.
     """
 
+    compiled: Any  # the one compiled partition (``_as_f32.F32Chain`` has several)
+
     def __init__(self, kind: str, attrs: dict[str, Any], dtype: str,
                  inputs: Sequence[tuple], output: tuple,
                  constants: Optional[dict[int, np.ndarray]] = None,
-                 input_order: tuple[int, ...] = (), threads: int = 0) -> None:
+                 input_order: tuple[int, ...] = (), threads: int = 0,
+                 output_dtype: Optional[str] = None) -> None:
         self.kind, self.attrs, self.dtype = kind, attrs, dtype
         # `inputs`, `constants` and execute()'s arrays are in the caller's order;
         # the op takes caller position input_order[j] as its input j.
@@ -75,13 +78,14 @@ class CompiledOp:
         self.lowering = "native"  # how the spec-level op became this one (set by _call)
         # compile_op(..., tune=True): median seconds per call of each lowering tried
         self.tuning: Optional[dict[str, float]] = None
-        self.constants = {i: _private_copy(a) for i, a in (constants or {}).items()}
+        self.constants = {i: private_copy(a) for i, a in (constants or {}).items()}
         n = len(inputs)
         self.inputs = [
             _core.LogicalTensor(j, dtype, inputs[i][0], inputs[i][1], "strided",
                                 "constant" if i in self.constants else "variable")
             for j, i in enumerate(order)]
-        self.output = _core.LogicalTensor(n, dtype, output[0], output[1])
+        # output_dtype: a TypeCast's (_as_f32); every other op has one dtype
+        self.output = _core.LogicalTensor(n, output_dtype or dtype, output[0], output[1])
         describe = f"{kind} ({dtype}, attrs {attrs})"
         start = time.perf_counter()
         try:
@@ -121,7 +125,7 @@ class CompiledOp:
         self.compiled.execute_arrays(stream(), inputs, (output,))
 
 
-def _private_copy(array: np.ndarray) -> np.ndarray:
+def private_copy(array: np.ndarray) -> np.ndarray:
     copy = np.array(array, copy=True, order="C")
     copy.flags.writeable = False
     return copy

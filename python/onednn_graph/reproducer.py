@@ -20,7 +20,7 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from . import _arrays, _attrs, _compiled, _core, _dtypes, _graph, _lowering, graph_json, shapes
+from . import _arrays, _as_f32, _attrs, _compiled, _core, _dtypes, _graph, _lowering, graph_json, shapes
 
 __all__ = ["Reproducer", "reproducer", "benchdnn_command"]
 
@@ -101,6 +101,9 @@ def describe(kind: str, inputs: Sequence[np.ndarray], plan: shapes.Plan,
     if kind in _attrs.SHAPE_ATTR:
         attrs[_attrs.SHAPE_ATTR[kind]] = list(out_shape)
     spec = _graph.Op(0, kind, lts, [out], attrs, kind)
+    if _as_f32.wanted(native.kind, dtype):  # run in f32 between TypeCasts
+        return Reproducer(graph_json.document([spec]), graph_json.document(
+            _as_f32.chain_ops(native.kind, native.attrs, lts, out, native.input_order)))
     taken = [lts[i] for i in native.input_order] if native.input_order else lts
     run = _core.Op(0, native.kind, taken, [out], native.attrs, native.kind)
     return Reproducer(graph_json.document([spec]), graph_json.document([run]))
@@ -139,11 +142,12 @@ def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
     from .operation import Operation  # operation -> _call -> this module: import late
     if isinstance(target, Operation):  # og.compile_op(...)'s result
         target = target._prepared.op
-    if isinstance(target, _compiled.CompiledOp):
+    if isinstance(target, (_compiled.CompiledOp, _as_f32.F32Chain)):
         if args or kwargs:
             raise TypeError("reproducer(compiled_op) takes no further arguments")
-        doc = graph_json.document([_core.Op(0, target.kind, target.inputs, [target.output],
-                                            target.attrs, target.kind)])
+        ops = target.graph_ops() if isinstance(target, _as_f32.F32Chain) else [
+            _core.Op(0, target.kind, target.inputs, [target.output], target.attrs, target.kind)]
+        doc = graph_json.document(ops)
         return Reproducer(doc, doc)
     if not callable(target):
         raise TypeError(f"reproducer takes a functional-API function, a Graph or a compiled "
