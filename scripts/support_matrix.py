@@ -93,7 +93,11 @@ def main() -> int:
         "* **package**: what `onednn_graph` does: `native` = hands it over as written, "
         "`lowered (how)` = rewrites it into ops oneDNN compiles (see `_lowering.py`), "
         "`unsupported` = raises `UnsupportedError`. Every package cell was checked against "
-        "the reference.",
+        "the reference. The column shows what makes a cell compile; what the package also "
+        "does only for speed is not shown (README, Performance: f32 NXC "
+        "ConvTransposeBackwardWeights and grouped NXC ConvTransposeBackwardData run as "
+        "their convolution forms, and f16 ConvTranspose, ConvTransposeBackwardWeights and "
+        "ConvolutionBackwardData in f32 between TypeCasts).",
         "",
         "A row stands for every dtype (" + ", ".join(DTYPES[:1] if args.quick else DTYPES)
         + "), spatial rank (" + ", ".join(map(str, RANKS[1:2] if args.quick else RANKS))
