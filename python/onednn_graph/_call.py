@@ -194,20 +194,15 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
     chosen_threads = threads is None
     if threads is None:
         threads = _cost.threads(size)
-    metas = [_compiled.meta(a) for a in arrays]
     op = None
     if way is not native:
         try:
-            op = _as_f32.compiler(way.kind, dtype_name(dtype))(
-                way.kind, way.attrs, dtype_name(dtype), metas, _compiled.meta(target), constants,
-                way.input_order, threads)
+            op = _compile(way, dtype_name(dtype), arrays, target, constants, threads)
         except UnsupportedError:
             way = native  # the faster formulation is a preference, not a need
     if op is None:
         try:
-            op = _as_f32.compiler(native.kind, dtype_name(dtype))(
-                native.kind, native.attrs, dtype_name(dtype), metas, _compiled.meta(target),
-                constants, native.input_order, threads)
+            op = _compile(native, dtype_name(dtype), arrays, target, constants, threads)
         except UnsupportedError as exc:
             if native.kind == kind:
                 raise
@@ -215,13 +210,22 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
             raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
                                    exc.status) from None
     op.lowering = way.lowering
-    if op.compiled is None:  # an F32Chain: one formulation, no tuning
+    if isinstance(op, _as_f32.F32Chain):  # one formulation, no tuning
         op.lowering += ", in f32 between TypeCasts (oneDNN 3.2's f16 kernel for it is ref:any)"
     elif tune and target.size:
         op = _tune(op, plan, input_shapes, native, arrays, target, constants,
                    size.flops if chosen_threads else None)
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, way.crop,
                     plan.attrs.data_format, out_perm)
+
+
+def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], target: np.ndarray,
+             constants: Optional[dict[int, np.ndarray]], threads: int) -> Any:
+    """`way` compiled for the call's arrays and result: a CompiledOp, or an F32Chain
+    where oneDNN 3.2 has only a reference kernel (``_as_f32``)."""
+    return _as_f32.compiler(way.kind, dtype)(
+        way.kind, way.attrs, dtype, [_compiled.meta(a) for a in arrays], _compiled.meta(target),
+        constants, way.input_order, threads)
 
 
 def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, native: _lowering.NativeOp,
@@ -242,10 +246,7 @@ def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, nativ
                 candidates.append(op)
                 continue
             try:
-                compiled = _compiled.CompiledOp(way.kind, way.attrs, op.dtype,
-                                                [_compiled.meta(a) for a in arrays],
-                                                _compiled.meta(target), constants, way.input_order,
-                                                threads)
+                compiled = _compile(way, op.dtype, arrays, target, constants, threads)
             except UnsupportedError:
                 continue  # oneDNN 3.2 cannot compile this formulation here; the others remain
             compiled.lowering = op.lowering if way.kind == op.kind else way.lowering
