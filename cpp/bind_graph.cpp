@@ -4,6 +4,7 @@
 #include "common.hpp"
 #include "convert.hpp"
 #include "holders.hpp"
+#include "onednn_thread.hpp"
 #include "threads.hpp"
 
 namespace onednn_graph {
@@ -28,9 +29,12 @@ CompiledPartition compile(const dg::partition &p, std::vector<dg::logical_tensor
     if (threads < 0) throw py::value_error("compile: threads must be >= 0 (0: oneDNN's default), got "
             + std::to_string(threads));
     if (!can_limit_threads()) threads = 0;
-    auto compiled = without_gil([&] {
-        ThreadLimit limit(threads);
-        return p.compile(inputs, outputs, engine);
+    dg::compiled_partition compiled;
+    without_gil([&] {
+        on_onednn_thread([&] {
+            ThreadLimit limit(threads);
+            compiled = p.compile(inputs, outputs, engine);
+        });
     });
     // Outputs given with an unknown shape or layout are filled in by oneDNN;
     // remember what it decided, since execute() checks buffers against it.

@@ -1,5 +1,6 @@
 // Executing a compiled partition on NumPy arrays (see execute.hpp).
 #include "execute.hpp"
+#include "onednn_thread.hpp"
 #include "threads.hpp"
 
 #include <mutex>
@@ -73,9 +74,11 @@ CheckedArrays check_arrays(const CompiledPartition &c, const char *who, ArrayLis
 void run_checked(const CompiledPartition &c, dnnl::stream &stream, const CheckedArrays &arrays) {
     without_gil([&] {
         std::lock_guard<std::mutex> one_at_a_time(*c.executing);
-        ThreadLimit limit(c.threads);
-        c.compiled.execute(stream, arrays.input_tensors, arrays.output_tensors);
-        stream.wait();
+        on_onednn_thread([&] {
+            ThreadLimit limit(c.threads);
+            c.compiled.execute(stream, arrays.input_tensors, arrays.output_tensors);
+            stream.wait();
+        });
     });
 }
 

@@ -14,7 +14,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import reference as R
-from conftest import assert_matches_reference, random
+from conftest import assert_matches_reference, random, run_python
 
 TIMEOUT = 120  # seconds; far above the few seconds these tests take
 
@@ -227,3 +227,29 @@ def test_low_level_objects_shared_by_threads(workers):
     kw = dict(data_format="NCX", weights_format="IOX")
     for xs, out in _run_all([lambda s=s: job(s) for s in range(workers * 2)], workers):
         assert_matches_reference(out, R.conv_transpose, (xs, ws), kw, "f32", 2 * 2)
+
+
+# Below AVX2, oneDNN 3.2's gemm-based convolutions fail (invalid_arguments) or crash
+# when a compiled partition runs on another thread than the one that compiled it
+# (cpp/onednn_thread.hpp). Each op is compiled on the main thread (its first call),
+# then run from new threads, two ops at once, against the reference.
+_OTHER_THREADS = """
+import numpy as np
+import onednn_graph as og
+import test_threads as T
+from conftest import assert_matches_reference
+problems = T._problems(np.random.default_rng(0))
+for p in problems:
+    p[1](*p[3], **p[4])
+for _ in range(3):
+    results = T._run_all([lambda p=p: p[1](*p[3], **p[4]) for p in problems * 2], workers=4)
+    for (name, call, ref, args, kw, terms), got in zip(problems * 2, results):
+        assert_matches_reference(got, ref, args, kw, "f32", terms)
+print(og.cpu_isa())
+"""
+
+
+@pytest.mark.parametrize("isa", ["SSE41", "AVX"])
+def test_a_cpu_below_avx2_runs_ops_from_any_thread(monkeypatch, isa):
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", isa)
+    assert run_python(_OTHER_THREADS).split() == [isa.lower()]
