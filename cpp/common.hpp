@@ -60,5 +60,6 @@ void bind_tensor(py::module_ &m);
 void bind_call_signature(py::module_ &m);
 void bind_direct_call(py::module_ &m);
 void bind_call_cache(py::module_ &m);
+void bind_kernel_probe(py::module_ &m);
 
 } // namespace onednn_graph

@@ -17,4 +17,5 @@ PYBIND11_MODULE(_core, m) {
     bind_call_signature(m);
     bind_direct_call(m); // before CallCache, which runs DirectCalls
     bind_call_cache(m);
+    bind_kernel_probe(m);
 }

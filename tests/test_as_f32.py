@@ -1,62 +1,109 @@
-"""f16 ConvTranspose, ConvTransposeBackwardWeights and ConvolutionBackwardData run
-in f32 between oneDNN TypeCasts (_as_f32.F32Chain): oneDNN 3.2 has only its
-reference kernel for them in f16 (README, Performance).
+"""bf16 and f16 ops in f32 between oneDNN TypeCasts (_as_f32): what the package runs
+where this CPU's oneDNN has no kernel for the dtype, or only its reference kernel.
 
-Truth: the NumPy reference, with the package's f16 bound (the chain rounds once,
-like an f16 kernel that accumulates in f32). Every step is a oneDNN partition:
-the tests check that the chain, not the f16 op, ran.
+Truth: the NumPy reference, with the package's bound for the dtype (a chain rounds
+once, like a kernel of that dtype that accumulates in f32), and for exact equality
+the f32 op on the same values followed by one rounding. The chain is built directly
+where a test must run it on every CPU; which calls take it is the probe's answer on
+this machine (_kernels), never a list of what one CPU did.
 """
 
 import numpy as np
 import pytest
 
 import onednn_graph as og
-from onednn_graph import _as_f32, _compiled, _support
+from onednn_graph import _as_f32, _call, _compiled, _kernels, _lowering, _support, shapes
+from onednn_graph._dtypes import dtype_name
 from conftest import random
 
-KINDS = ["ConvTranspose", "ConvTransposeBackwardWeights", "ConvolutionBackwardData"]
+KINDS = ["ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
+         "ConvolutionBackwardData"]
+LOW = ["bf16", "f16"]
+# (groups, output_padding, dilations): plain; grouped with a folded output_padding;
+# depthwise with output_padding >= strides + pads_end (the cropped geometry);
+# dilated (ConvTransposeBackwardData then runs as a Convolution).
+GEOMETRIES = [(1, 0, 1), (2, 1, 1), ("depthwise", 3, 1), (1, 0, 2)]
 
 
-def _problem(kind, data_format, groups=1, output_padding=0):
-    return _support.problem(_support.Case(kind, "f16", data_format=data_format, groups=groups,
-                                          output_padding=output_padding))
+def _problem(kind, dtype, data_format, groups=1, output_padding=0, dilations=1):
+    if kind == "ConvolutionBackwardData":
+        output_padding = 0  # ignored there (test_ops)
+    return _support.problem(_support.Case(kind, dtype, data_format=data_format, groups=groups,
+                                          output_padding=output_padding, dilations=dilations))
+
+
+def _native_op(p):
+    """What the package hands oneDNN for problem `p`, with the arrays it runs on."""
+    shapes_in = [a.shape for a in p.args]
+    plan = shapes.plan(p.case.kind, shapes_in, **p.kwargs)
+    way = _lowering.lower(plan, shapes_in)
+    arrays, out = list(p.args), np.full(p.output_shape, np.nan, p.args[0].dtype)
+    index = _lowering.geometry_tensor(p.case.kind) if way.crop else None
+    target = out
+    if index is not None and index >= 0:
+        arrays[index] = _call.crop(arrays[index], p.case.data_format, way.crop)
+    elif index is not None:
+        target = _call.crop(out, p.case.data_format, way.crop)
+    return way, arrays, out, target
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", LOW)
 @pytest.mark.parametrize("data_format", ["NCX", "NXC"])
-@pytest.mark.parametrize("groups, output_padding", [(1, 0), (2, 1), ("depthwise", 3)])
-def test_f16_runs_in_f32_between_typecasts(kind, data_format, groups, output_padding):
-    if kind == "ConvolutionBackwardData" and output_padding:
-        output_padding = 0  # ignored there (test_ops)
-    p = _problem(kind, data_format, groups, output_padding)
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=["plain", "g2-op1", "dw-op3", "dil2"])
+def test_the_chain_computes_every_op(kind, dtype, data_format, geometry):
+    """Built directly, so it runs on every CPU, whatever the package would choose."""
+    p = _problem(kind, dtype, data_format, *geometry)
+    way, arrays, out, target = _native_op(p)
+    if way.crop and _lowering.geometry_tensor(kind) < 0:
+        pytest.skip("ConvTranspose's cropped tail is the bias, written by _call (test_ops)")
+    chain = _as_f32.F32Chain(way.kind, way.attrs, dtype, [_compiled.meta(a) for a in arrays],
+                             _compiled.meta(target), input_order=way.input_order)
+    chain.execute(arrays, target)
+    # Every op of the chain is a oneDNN partition: casts in, the op in f32, a cast out.
+    kinds = [op.kind for op in chain.graph_ops()]
+    assert kinds == ["TypeCast"] * len(arrays) + [way.kind, "TypeCast"]
+    result = _support._check(p, out)
+    assert result.ok, str(result)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=["plain", "g2-op1", "dw-op3", "dil2"])
+def test_the_package_takes_the_chain_where_the_probe_finds_no_kernel(kind, dtype, geometry):
+    p = _problem(kind, dtype, "NXC", *geometry)
+    way, arrays, _, target = _native_op(p)
     og.clear_cache()
     got = og.operation._FUNCTIONS[kind][0](*p.args, **p.kwargs)
     [op] = _compiled.CACHE.ops()
-    assert isinstance(op, _as_f32.F32Chain) and op.op.dtype == "f32"
-    assert op.lowering.endswith("in f32 between TypeCasts (oneDNN 3.2's f16 kernel for it is ref:any)")
-    assert got.dtype == np.float16
+    taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
+    probe = _kernels.for_op(op.kind, op.attrs, dtype, taken, target.shape)
+    assert isinstance(op, _as_f32.F32Chain) == (probe.status != "native"), probe
+    if isinstance(op, _as_f32.F32Chain):
+        assert op.lowering.endswith(f"in f32 between TypeCasts ({op.reason})")
+        assert dtype in op.reason and og.cpu_isa() in op.reason
+    else:
+        assert op.dtype == dtype and "TypeCasts" not in op.lowering
+    assert got.dtype == p.args[0].dtype
     result = _support._check(p, got)
     assert result.ok, str(result)
 
 
-def test_backward_data_keeps_its_f16_kernel():
-    """ConvTransposeBackwardData has an optimized f16 kernel in 3.2: no chain."""
-    p = _problem("ConvTransposeBackwardData", "NXC")
-    og.clear_cache()
-    og.conv_transpose_backward_data(*p.args, **p.kwargs)
-    [op] = _compiled.CACHE.ops()
-    assert isinstance(op, _compiled.CompiledOp) and op.dtype == "f16"
-
-
-def test_a_chain_writes_a_strided_out_and_refuses_what_it_cannot_take(rng):
-    x, w = random(rng, (2, 5, 4, 6), "f16"), random(rng, (3, 3, 4, 6), "f16")  # NXC, XOI
+@pytest.mark.parametrize("dtype", LOW)
+def test_a_chain_writes_a_strided_out_and_refuses_what_it_cannot_take(rng, dtype):
+    x, w = random(rng, (2, 5, 4, 6), dtype), random(rng, (3, 3, 4, 6), dtype)  # NXC, XOI
+    out = np.full((2, 11, 9, 4)[::-1], np.nan, x.dtype).T  # Fortran order
+    attrs = _lowering.spelled_natively(og._attrs.normalize("ConvTranspose", 2, strides=2))
+    chain = _as_f32.F32Chain("ConvTranspose", attrs, dtype, [_compiled.meta(x), _compiled.meta(w)],
+                             _compiled.meta(out))
+    chain.execute([x, w], out)
+    # The same f32 kernel on the same values, then one rounding to nearest (oneDNN's
+    # TypeCast, ml_dtypes' and NumPy's astype): equal.
     expected = og.conv_transpose(x.astype(np.float32), w.astype(np.float32), strides=2)
-    out = np.full(expected.shape[::-1], np.nan, np.float16).T  # Fortran order
+    np.testing.assert_array_equal(out, expected.astype(x.dtype))
+    # Through the functional API, chain or native kernel, the checks come first.
     got = og.conv_transpose(x, w, strides=2, out=out)
     assert got is out
-    # The same f32 kernel on the same values, then one rounding to nearest (oneDNN's
-    # TypeCast, NumPy's astype): equal.
-    np.testing.assert_array_equal(out, expected.astype(np.float16))
     before = out.copy()
     with pytest.raises(ValueError, match="out"):
         og.conv_transpose(x, w, strides=2, out=out[:1])
@@ -67,28 +114,54 @@ def test_a_chain_writes_a_strided_out_and_refuses_what_it_cannot_take(rng):
 
 def test_constant_weights_are_cast_once(rng):
     x, w = random(rng, (1, 4, 4, 3), "f16"), random(rng, (2, 2, 5, 3), "f16")
-    op = og.compile_op("ConvTranspose", src=x, weights=w, strides=2, constant_weights=True)
-    chain = op._prepared.op
-    assert isinstance(chain, _as_f32.F32Chain) and set(chain.op.constants) == {1}
+    attrs = _lowering.spelled_natively(og._attrs.normalize("ConvTranspose", 2, strides=2))
+    out = np.empty((1, 8, 8, 5), np.float16)
+    chain = _as_f32.F32Chain("ConvTranspose", attrs, "f16", [_compiled.meta(x), _compiled.meta(w)],
+                             _compiled.meta(out), constants={1: w})
+    # The cast of the weights ran when the chain was built: only x's cast, the op
+    # and the cast back run per call.
+    assert len(chain.chain.steps) == 3
     expected = og.conv_transpose(x, w, strides=2)
-    w[...] = 0  # the operation owns its weights
-    np.testing.assert_array_equal(op(x), expected)
+    w[...] = 0  # the chain owns its weights (and their f32 copy)
+    chain.execute([x, chain.constants[1]], out)
+    np.testing.assert_array_equal(out, expected)
+    # compile_op does the same, whichever form this CPU runs f16 in.
+    op = og.compile_op("ConvTranspose", src=x, weights=random(rng, w.shape, "f16"), strides=2,
+                       constant_weights=True)
     assert op.weights.dtype == np.float16 and not op.weights.flags.writeable
+    np.testing.assert_array_equal(op(x), og.conv_transpose(x, op.weights, strides=2))
 
 
-def test_the_reproducer_writes_the_chain(rng):
-    x, w = random(rng, (1, 4, 4, 3), "f16"), random(rng, (2, 2, 5, 3), "f16")
+@pytest.mark.parametrize("dtype", LOW)
+def test_the_reproducer_writes_what_runs(rng, dtype):
+    x, w = random(rng, (1, 4, 4, 3), dtype), random(rng, (2, 2, 5, 3), dtype)
     r = og.reproducer(og.conv_transpose, x, w, strides=2)
     assert [op["kind"] for op in r.spec["graph"]] == ["ConvTranspose"]
+    op = og.compile_op("ConvTranspose", src=x, weights=w, strides=2)
+    assert og.reproducer(op).native == r.native
     ops = r.native["graph"]
-    assert [op["kind"] for op in ops] == ["TypeCast", "TypeCast", "ConvTranspose", "TypeCast"]
-    # Each TypeCast's output feeds the f32 op; the last one writes the f16 result.
+    if not isinstance(op._prepared.op, _as_f32.F32Chain):
+        assert [o["kind"] for o in ops] == ["ConvTranspose"]
+        return
+    assert [o["kind"] for o in ops] == ["TypeCast", "TypeCast", "ConvTranspose", "TypeCast"]
+    # Each TypeCast's output feeds the f32 op; the last one writes the result.
     f32_in = [t["id"] for t in ops[2]["inputs"]]
     assert f32_in == [ops[0]["outputs"][0]["id"], ops[1]["outputs"][0]["id"]]
     assert ops[3]["inputs"][0]["id"] == ops[2]["outputs"][0]["id"]
     assert [t["dtype"] for t in ops[2]["inputs"]] == ["f32", "f32"]
-    assert ops[3]["outputs"][0]["dtype"] == "f16"
+    assert ops[3]["outputs"][0]["dtype"] == dtype
     g = og.load_graph(r.native)
-    assert [op.kind for op in g.ops] == ["TypeCast", "TypeCast", "ConvTranspose", "TypeCast"]
-    op = og.compile_op("ConvTranspose", src=x, weights=w, strides=2)
-    assert og.reproducer(op).native == r.native
+    assert [o.kind for o in g.ops] == ["TypeCast", "TypeCast", "ConvTranspose", "TypeCast"]
+
+
+def test_a_chain_tunes_like_any_op():
+    """tune=True times every formulation, each in the form this CPU runs it in."""
+    p = _problem("ConvTransposeBackwardData", "bf16", "NCX")
+    dy, w = p.args
+    op = og.compile_op("ConvTransposeBackwardData", diff_dst=dy, weights=w, tune=True, **p.kwargs)
+    assert op.tuning is not None and op.lowering in op.tuning
+    assert ("TypeCasts" in op.lowering) == isinstance(op._prepared.op, _as_f32.F32Chain)
+    got = op(dy, w)
+    assert dtype_name(got.dtype) == "bf16"
+    result = _support._check(p, got)
+    assert result.ok, str(result)

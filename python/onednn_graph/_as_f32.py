@@ -1,118 +1,204 @@
-"""f16 ops that oneDNN 3.2 would run on its reference kernels, run in f32 by oneDNN.
+"""bf16 and f16 ops run in f32 by oneDNN, where this CPU's oneDNN has no kernel
+for them in that dtype, or only its reference kernel (``_kernels`` asks).
 
-oneDNN 3.2 has an optimized f16 kernel only for the forward-convolution-shaped op
-(ConvTransposeBackwardData and the forward Convolution: brgconv:avx512_core_fp16
-on this CPU). It runs f16 ConvTranspose, ConvTransposeBackwardWeights and
-ConvolutionBackwardData, and every other formulation of them, on ``ref:any``: 255-267
-ms against 0.28-0.62 ms in f32 for a 4x48x20x20 problem (README, Performance).
+A ``Chain`` runs ops as oneDNN partitions on f32 tensors: a TypeCast of each
+bf16/f16 input to f32, the ops in f32, a TypeCast of each bf16/f16 output back
+(3.2 keeps each op in a partition of its own under the "debug" policy used
+here). It computes what a native kernel of the dtype computes: a product of two
+bf16 or f16 values is exact in f32, the sums accumulate in f32 as oneDNN's
+bf16/f16 kernels do, and the result is rounded to the dtype once. The cost is
+memory: f32 copies of the inputs and the results, allocated per call (so that
+threads may share one chain).
 
-``F32Chain`` runs such an op as oneDNN partitions instead: a TypeCast of each f16
-input to f32, the op in f32, a TypeCast of the result back to f16 (3.2 keeps the
-four ops in four partitions under either policy). It computes what an f16 kernel
-computes: a product of two f16 values is exact in f32, the sums accumulate in f32
-as 3.2's f16 kernels do, and the result is rounded to f16 once. The cost is memory:
-f32 copies of the inputs and the result, written by oneDNN into arrays allocated
-per call (so that threads may share one chain).
+``F32Chain`` is a chain of one op with the interface of ``_compiled.CompiledOp``
+(the functional API and ``compile_op``); the spec-level ``Graph`` runs any
+partition as a ``Chain`` when it needs one (``_graph``).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _attrs, _compiled, _core
+from . import _compiled, _core, _dtypes
 from ._compiled import CompiledOp, private_copy
+from .errors import Error, UnsupportedError
 
-#: The ops that oneDNN 3.2 runs on ref:any in f16 (checked with ONEDNN_VERBOSE=1).
-ON_REFERENCE_KERNELS = (_attrs.CONV_TRANSPOSE, _attrs.CONV_TRANSPOSE_BWD_WEIGHTS,
-                        _attrs.CONV_BWD_DATA)
-
-
-def wanted(kind: str, dtype: str) -> bool:
-    """Whether an op of `kind` (as handed to oneDNN) on `dtype` data runs as an F32Chain."""
-    return dtype == "f16" and kind in ON_REFERENCE_KERNELS
+#: The dtypes a chain widens to f32.
+LOW_PRECISION = ("bf16", "f16")
 
 
-def compiler(kind: str, dtype: str) -> Any:
-    """What compiles an op of `kind` on `dtype` data: ``F32Chain`` or ``CompiledOp``
-    (both take ``CompiledOp``'s arguments)."""
-    return F32Chain if wanted(kind, dtype) else _compiled.CompiledOp
-
-
-def _dense(shape: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(shape, element strides) of a C-contiguous array of `shape` (``_compiled.meta``'s form)."""
+def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Element strides of a C-contiguous array of `shape` (a zero dim counts as 1)."""
     strides, step = [], 1
     for d in reversed(shape):
         strides.append(step)
         step *= max(int(d), 1)
-    return tuple(int(d) for d in shape), tuple(reversed(strides))
+    return tuple(reversed(strides))
+
+
+def _known(lt: Any) -> bool:
+    return lt.shape is not None and all(d >= 0 for d in lt.shape)
+
+
+def _f32(id: int, lt: Any, property: str = "variable") -> Any:
+    """An f32 logical tensor of `lt`'s shape, C-contiguous (shape unknown: unknown)."""
+    if not _known(lt):
+        return _core.LogicalTensor(id, "f32", lt.shape, None, "strided", property)
+    return _core.LogicalTensor(id, "f32", lt.shape, dense_strides(lt.shape), "strided", property)
+
+
+def widen(ops: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any],
+          constants: Sequence[int] = ()) -> list[Any]:
+    """`ops` (native ``_core.Op``) with every bf16/f16 tensor made f32: a TypeCast
+    from each bf16/f16 tensor of `inputs` to a new f32 one, and from a new f32
+    tensor to each of `outputs`; tensors between the ops become f32 in place (same
+    id). Tensors of other dtypes are left as they are. `constants` are the ids of
+    inputs that never change: their f32 copies are marked constant. New tensors and
+    ops get ids above every id in use, in order: input casts, then output casts."""
+    lts = [t for op in ops for t in op.inputs + op.outputs] + list(inputs) + list(outputs)
+    next_tensor = max(t.id for t in lts) + 1
+    next_op = max(op.id for op in ops) + 1
+    casts_in, casts_out, mapped = [], [], {}
+    for lt in inputs:
+        if lt.dtype in LOW_PRECISION and lt.id not in mapped:
+            wide = _f32(next_tensor, lt, "constant" if lt.id in constants else "variable")
+            casts_in.append(_core.Op(next_op, "TypeCast", [lt], [wide], {}, "TypeCast"))
+            mapped[lt.id] = wide
+            next_tensor, next_op = next_tensor + 1, next_op + 1
+    for lt in outputs:
+        if lt.dtype in LOW_PRECISION:
+            wide = _f32(next_tensor, lt)
+            casts_out.append(_core.Op(next_op, "TypeCast", [wide], [lt], {}, "TypeCast"))
+            mapped[lt.id] = wide
+            next_tensor, next_op = next_tensor + 1, next_op + 1
+
+    def retyped(lt: Any) -> Any:
+        if lt.id in mapped:
+            return mapped[lt.id]
+        if lt.dtype not in LOW_PRECISION:
+            return lt
+        mapped[lt.id] = _f32(lt.id, lt)  # a tensor between two of the ops
+        return mapped[lt.id]
+
+    body = [_core.Op(op.id, op.kind, [retyped(t) for t in op.inputs],
+                     [retyped(t) for t in op.outputs], op.attrs, op.name) for op in ops]
+    return casts_in + body + casts_out
+
+
+def _allocate(lt: Any) -> np.ndarray:
+    """A NumPy array with exactly `lt`'s shape, dtype and element strides."""
+    dtype = _dtypes.numpy_dtype(lt.dtype)
+    if tuple(lt.strides) == dense_strides(lt.shape):
+        return np.empty(lt.shape, dtype)
+    span = 1 + sum((d - 1) * s for d, s in zip(lt.shape, lt.strides)) if all(lt.shape) else 1
+    return np.lib.stride_tricks.as_strided(np.empty(max(span, 1), dtype), lt.shape,
+                                           [s * dtype.itemsize for s in lt.strides])
+
+
+class Chain:
+    """Native ops on bf16/f16 tensors, run in f32 between TypeCasts: each op one
+    compiled oneDNN partition, executed in dependency order.
+
+    `inputs` and `outputs` are the chain's boundary (the caller's tensors, of
+    known shapes); ``execute`` takes arrays for them in that order. `constants`
+    maps input positions to arrays that never change: they are cast once, here.
+    """
+
+    def __init__(self, ops: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any],
+                 constants: Optional[dict[int, np.ndarray]] = None, threads: int = 0,
+                 fpmath_mode: str = "strict") -> None:
+        self.inputs, self.outputs = list(inputs), list(outputs)
+        constant_ids = {self.inputs[i].id for i in (constants or {})}
+        self.ops = widen(ops, self.inputs, self.outputs, tuple(constant_ids))
+        graph = _core.Graph("cpu", fpmath_mode)
+        for op in self.ops:
+            graph.add_op(op)
+        graph.finalize()
+        declared = {t.id: t for op in self.ops for t in op.inputs + op.outputs}
+        known = {t.id: t for t in self.inputs}
+        # id -> array fixed for the chain's life: constant inputs and their f32 copies.
+        self.fixed: dict[int, np.ndarray] = {self.inputs[i].id: a for i, a in (constants or {}).items()}
+        self.steps: list[tuple[Any, list[int], list[int]]] = []
+        self.threads = 0
+        pending = list(graph.get_partitions("debug"))  # one op each
+        while pending:
+            ready = [p for p in pending if all(t.id in known for t in p.input_ports)]
+            if not ready or not ready[0].is_supported:
+                raise Error(f"oneDNN cannot partition the f32 form of {[op.kind for op in ops]}",
+                            "unimplemented")
+            part = ready[0]
+            pending.remove(part)
+            ins = [known[t.id] for t in part.input_ports]
+            outs = [declared[t.id] for t in part.output_ports]
+            compiled = part.compile(ins, outs, _compiled.engine(), threads)
+            self.threads = max(self.threads, compiled.threads)
+            for t in part.output_ports:
+                known[t.id] = compiled.query_logical_tensor(t.id)
+            in_ids, out_ids = [t.id for t in ins], [t.id for t in part.output_ports]
+            if in_ids and all(i in self.fixed for i in in_ids):  # a constant's cast: once
+                results = [_allocate(known[i]) for i in out_ids]
+                compiled.execute_arrays(_compiled.stream(), [self.fixed[i] for i in in_ids], results)
+                self.fixed.update(zip(out_ids, results))
+                continue
+            self.steps.append((compiled, in_ids, out_ids))
+        self.layouts = known  # every tensor's compiled logical tensor
+
+    def execute(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
+        """Run on arrays for the boundary `inputs` and `outputs` (a constant input's
+        array is not read: its copy is)."""
+        arrays = dict(self.fixed)
+        for lt, array in zip(self.inputs, inputs):
+            arrays.setdefault(lt.id, array)
+        for lt, array in zip(self.outputs, outputs):
+            arrays[lt.id] = array
+        stream = _compiled.stream()
+        for compiled, in_ids, out_ids in self.steps:
+            for i in out_ids:
+                if i not in arrays:
+                    arrays[i] = _allocate(self.layouts[i])
+            compiled.execute_arrays(stream, [arrays[i] for i in in_ids], [arrays[i] for i in out_ids])
 
 
 class F32Chain:
-    """An f16 op as TypeCast -> the op in f32 -> TypeCast, each a compiled oneDNN
-    partition; the arguments are those of ``CompiledOp`` (whose interface it has,
-    except that it has no single ``compiled`` partition: calls take the Python path)."""
+    """One op on bf16/f16 data as a ``Chain``, with ``CompiledOp``'s arguments and
+    interface (except that it has no single ``compiled`` partition: calls take the
+    Python path). `reason` says why it runs in f32 (``Operation.lowering``)."""
 
     compiled = None
 
     def __init__(self, kind: str, attrs: dict[str, Any], dtype: str,
                  inputs: Sequence[tuple], output: tuple,
                  constants: Optional[dict[int, np.ndarray]] = None,
-                 input_order: tuple[int, ...] = (), threads: int = 0) -> None:
-        assert wanted(kind, dtype), (kind, dtype)
-        self.kind, self.attrs, self.dtype = kind, attrs, dtype
-        self.input_order = ()  # execute() takes the caller's order; the f32 op reorders
+                 input_order: tuple[int, ...] = (), threads: int = 0,
+                 reason: str = "") -> None:
+        self.kind, self.attrs, self.dtype, self.reason = kind, attrs, dtype, reason
+        self.input_order = ()  # execute() takes the caller's order; the op reorders
         self.lowering = "native"
         self.tuning: Optional[dict[str, float]] = None
         self.constants = {i: private_copy(a) for i, a in (constants or {}).items()}
-        self.casts = [CompiledOp("TypeCast", {}, "f16", [m], _dense(m[0]), threads=threads,
-                                 output_dtype="f32") for m in inputs]
-        constants32 = {}
-        for i, array in self.constants.items():  # cast once, by oneDNN
-            constants32[i] = np.empty(array.shape, np.float32)
-            self.casts[i].execute([array], constants32[i])
-        self.op = CompiledOp(kind, attrs, "f32", [_dense(m[0]) for m in inputs], _dense(output[0]),
-                             constants32, input_order, threads)
-        self.back = CompiledOp("TypeCast", {}, "f32", [_dense(output[0])], output, threads=threads,
-                               output_dtype="f16")
-        parts = [*self.casts, self.op, self.back]
-        self.compile_seconds = sum(p.compile_seconds for p in parts)
-        self.threads = self.op.threads
+        lts = [_core.LogicalTensor(i, dtype, shape, strides) for i, (shape, strides) in enumerate(inputs)]
+        self.output = _core.LogicalTensor(len(lts), dtype, output[0], output[1])
+        order = input_order or tuple(range(len(lts)))
+        op = _core.Op(0, kind, [lts[i] for i in order], [self.output], attrs, kind)
+        start = time.perf_counter()
+        try:
+            self.chain = Chain([op], lts, [self.output], self.constants, threads)
+        except Error as exc:
+            raise UnsupportedError(f"oneDNN cannot compile {kind} ({dtype}, attrs {attrs}) in f32 "
+                                   f"between TypeCasts either: {exc.message}", exc.status) from None
+        self.compile_seconds = time.perf_counter() - start
+        self.threads = self.chain.threads
+        self.inputs = lts
 
     label = CompiledOp.label  # the lowering and thread count, as a CompiledOp says them
 
     def execute(self, inputs: Sequence[np.ndarray], output: np.ndarray) -> None:
-        """Run on f16 `inputs` (a constant one must be ``self.constants[i]``) writing f16 `output`."""
-        wide = []
-        for i, (array, cast) in enumerate(zip(inputs, self.casts)):
-            if i in self.op.constants:
-                wide.append(self.op.constants[i])
-                continue
-            wide.append(np.empty(array.shape, np.float32))
-            cast.execute([array], wide[-1])
-        result = np.empty(output.shape, np.float32)
-        self.op.execute(wide, result)
-        self.back.execute([result], output)
+        """Run on `inputs` (a constant one must be ``self.constants[i]``) writing `output`."""
+        self.chain.execute(inputs, [output])
 
     def graph_ops(self) -> list[Any]:
         """The chain as native ops on shared logical tensors (for reproducers)."""
-        return chain_ops(self.kind, self.attrs, [c.inputs[0] for c in self.casts],
-                         self.back.output, self.op.input_order)
-
-
-def chain_ops(kind: str, attrs: dict[str, Any], inputs: Sequence[Any], output: Any,
-              input_order: tuple[int, ...]) -> list[Any]:
-    """TypeCast ops from the f16 logical tensors `inputs` to f32, the op `kind`, and a
-    TypeCast to the f16 `output`, as one graph (ids: inputs, their f32 copies, the
-    f32 result, `output`)."""
-    n = len(inputs)
-    wide = [_core.LogicalTensor(n + i, "f32", *_dense(t.shape)) for i, t in enumerate(inputs)]
-    result = _core.LogicalTensor(2 * n, "f32", *_dense(output.shape))
-    out = _core.LogicalTensor(2 * n + 1, "f16", output.shape, output.strides)
-    ins = [_core.LogicalTensor(i, "f16", t.shape, t.strides) for i, t in enumerate(inputs)]
-    order = input_order or tuple(range(n))
-    ops = [_core.Op(i, "TypeCast", [ins[i]], [wide[i]], {}, "TypeCast") for i in range(n)]
-    ops.append(_core.Op(n, kind, [wide[i] for i in order], [result], attrs, kind))
-    ops.append(_core.Op(n + 1, "TypeCast", [result], [out], {}, "TypeCast"))
-    return ops
+        return self.chain.ops

@@ -17,7 +17,8 @@ from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
-from . import _arrays, _as_f32, _attrs, _compiled, _core, _cost, _lowering, _tuning, reproducer, shapes
+from . import (_arrays, _as_f32, _attrs, _compiled, _core, _cost, _kernels, _lowering, _tuning,
+               reproducer, shapes)
 from ._dtypes import dtype_name
 from .errors import UnsupportedError
 
@@ -209,10 +210,8 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
             # Name the op the caller asked for, not only the one it was lowered to.
             raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
                                    exc.status) from None
-    op.lowering = way.lowering
-    if isinstance(op, _as_f32.F32Chain):  # one formulation, no tuning
-        op.lowering += ", in f32 between TypeCasts (oneDNN 3.2's f16 kernel for it is ref:any)"
-    elif tune and target.size:
+    op.lowering = _lowering_of(op, way)
+    if tune and target.size:
         op = _tune(op, plan, input_shapes, native, arrays, target, constants,
                    size.flops if chosen_threads else None)
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, way.crop,
@@ -222,10 +221,31 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
 def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], target: np.ndarray,
              constants: Optional[dict[int, np.ndarray]], threads: int) -> Any:
     """`way` compiled for the call's arrays and result: a CompiledOp, or an F32Chain
-    where oneDNN 3.2 has only a reference kernel (``_as_f32``)."""
-    return _as_f32.compiler(way.kind, dtype)(
-        way.kind, way.attrs, dtype, [_compiled.meta(a) for a in arrays], _compiled.meta(target),
-        constants, way.input_order, threads)
+    where this CPU's oneDNN has no kernel for it in a bf16/f16 `dtype`, or only its
+    reference kernel (``_kernels``), or fails to compile it in that dtype."""
+    metas, out = [_compiled.meta(a) for a in arrays], _compiled.meta(target)
+    taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
+    args = (way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads)
+    if _kernels.needs_f32(way.kind, way.attrs, dtype, taken, target.shape):
+        return _as_f32.F32Chain(*args, reason=_kernels.why_f32(way.kind, way.attrs, dtype, taken,
+                                                               target.shape))
+    try:
+        return _compiled.CompiledOp(*args)
+    except UnsupportedError as exc:
+        if dtype not in _as_f32.LOW_PRECISION:
+            raise
+        try:  # a kernel the probe did not foresee is missing: f32 has them all
+            return _as_f32.F32Chain(*args, reason=f"oneDNN {_kernels.version()} on "
+                                    f"{_core.cpu_isa()} could not compile it in {dtype}")
+        except UnsupportedError:
+            raise exc from None
+
+
+def _lowering_of(op: Any, way: _lowering.NativeOp) -> str:
+    """How the call runs (``Operation.lowering``): `way`'s rewrite, and the f32 chain."""
+    if isinstance(op, _as_f32.F32Chain):
+        return f"{way.lowering}, in f32 between TypeCasts ({op.reason})"
+    return way.lowering
 
 
 def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, native: _lowering.NativeOp,
@@ -249,7 +269,7 @@ def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, nativ
                 compiled = _compile(way, op.dtype, arrays, target, constants, threads)
             except UnsupportedError:
                 continue  # oneDNN 3.2 cannot compile this formulation here; the others remain
-            compiled.lowering = op.lowering if way.kind == op.kind else way.lowering
+            compiled.lowering = op.lowering if way.kind == op.kind else _lowering_of(compiled, way)
             candidates.append(compiled)
     if len(candidates) == 1:
         return op

@@ -7,7 +7,7 @@ import numpy as _np
 import collections.abc
 import numpy
 import typing
-__all__: list[str] = ['CallCache', 'CompiledPartition', 'DirectCall', 'Engine', 'Graph', 'LogicalTensor', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'clear_onednn_caches', 'cpu_isa', 'get_constant_tensor_cache', 'onednn_allocations', 'op_kinds', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
+__all__: list[str] = ['CallCache', 'CompiledPartition', 'DirectCall', 'Engine', 'Graph', 'LogicalTensor', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'clear_onednn_caches', 'cpu_isa', 'get_constant_tensor_cache', 'onednn_allocations', 'op_kinds', 'primitive_impl', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
 class Engine:
     """
     A oneDNN engine (the CPU).
@@ -307,6 +307,10 @@ def onednn_allocations() -> dict:
 def op_kinds() -> list[str]:
     """
     Op kinds the linked oneDNN knows, by name.
+    """
+def primitive_impl(primitive: str, dtype: str, src: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], weights: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dst: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pads_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pads_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> str:
+    """
+    The name of the implementation oneDNN's primitive API picks for a convolution-family problem on this CPU, as the Graph API's backend asks for it (formats 'any'; dilates counted from 0, as the primitive API counts them). Raises Error (status unimplemented, ...) when no implementation takes it.
     """
 def reset_onednn_peak() -> None:
     """

@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _arrays, _attrs, _core, _lowering, shapes
+from . import _arrays, _as_f32, _attrs, _core, _kernels, _lowering, _version, shapes
 from .errors import Error, UnsupportedError
 
 _CONV_KINDS = _attrs.KINDS + (_attrs.LEGACY_BACKPROP_FILTERS,)
@@ -249,15 +249,15 @@ class Graph:
         return graph_json.to_json(self)
 
     def get_partitions(self, policy: str = "fusion") -> list["Partition"]:
-        return [Partition(p, [n for n in self._ops if n.source.id in p.op_ids])
+        return [Partition(p, [n for n in self._ops if n.source.id in p.op_ids], self.fpmath_mode)
                 for p in self._native.get_partitions(policy)]
 
 
 class Partition:
     """A partition of a Graph, with the spec's ports (hidden shape inputs included)."""
 
-    def __init__(self, native: Any, ops: list[_Native]) -> None:
-        self._native, self._ops = native, ops
+    def __init__(self, native: Any, ops: list[_Native], fpmath_mode: str = "strict") -> None:
+        self._native, self._ops, self._fpmath_mode = native, ops, fpmath_mode
         self._hidden = {n.shape_input.id: n for n in ops if n.shape_input is not None}
 
     id = property(lambda self: self._native.id)
@@ -288,13 +288,33 @@ class Partition:
 
 
 class CompiledPartition:
-    """A compiled partition; shape inputs are read when it executes."""
+    """A compiled partition; shape inputs are read when it executes.
 
-    def __init__(self, partition: Partition, inputs: list[Any], outputs: list[Any], engine: Any,
-                 native_partition: Any = None) -> None:
+    Where this CPU's oneDNN has no bf16/f16 kernel for an op of the partition, or
+    only its reference kernel (``_kernels``), the partition runs in f32 between
+    oneDNN TypeCasts (``_as_f32.Chain``), on the same tensors.
+    """
+
+    def __init__(self, partition: Partition, inputs: list[Any], outputs: list[Any], engine: Any) -> None:
         self._partition, self._inputs, self._engine = partition, inputs, engine
         self._outputs = [self._output_for(lt) for lt in outputs]
-        self._native = (native_partition or partition._native).compile(inputs, self._outputs, engine)
+        self._native = self._build([n.op for n in partition._ops], partition._native)
+
+    def _build(self, ops: list[Any], native_partition: Any) -> Any:
+        """The compiled partition of `ops`, or a Chain running them in f32."""
+        failure: Optional[Error] = None
+        if not any(_needs_f32(op) for op in ops):
+            try:
+                return native_partition.compile(self._inputs, self._outputs, self._engine)
+            except Error as exc:
+                if exc.status != "unimplemented" or not _low_precision(ops):
+                    raise
+                failure = exc  # a kernel the probe did not foresee is missing
+        try:
+            return _as_f32.Chain(ops, self._inputs, self._outputs,
+                                 fpmath_mode=self._partition._fpmath_mode)
+        except Error as exc:
+            raise _no_kernel(ops, failure or exc) from None
 
     def _output_for(self, lt: Any) -> Any:
         for n in self._partition._ops:
@@ -302,12 +322,24 @@ class CompiledPartition:
                 return n.op.outputs[0]
         return lt
 
+    @property
+    def runs_in_f32(self) -> bool:
+        """Whether it runs in f32 between TypeCasts (this CPU's oneDNN has no kernel
+        for an op of it in its bf16/f16 dtype, or only the reference kernel)."""
+        return isinstance(self._native, _as_f32.Chain)
+
     def query_logical_tensor(self, id: int) -> Any:
+        if self.runs_in_f32:
+            for lt in self._native.inputs + self._native.outputs:
+                if lt.id == id:
+                    return self._native.layouts[id]
+            raise Error(f"query_logical_tensor: no input or output with id {id} in this "
+                        "compiled partition", "invalid_arguments")
         return self._native.query_logical_tensor(id)
 
     @property
     def inplace_ports(self) -> list[tuple[int, int]]:
-        return self._native.inplace_ports
+        return [] if self.runs_in_f32 else self._native.inplace_ports
 
     def execute(self, stream: Any, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
         inputs = _check_list("execute", "inputs", inputs, _core.Tensor)
@@ -332,7 +364,10 @@ class CompiledPartition:
             if compiled_with is None or list(values) != list(compiled_with):
                 native = self._recompile(n, values)
         outs = [self._tensor_for(t) for t in outputs]
-        native.execute(stream, kept, outs)
+        if isinstance(native, _as_f32.Chain):
+            _run_chain(native, kept, outs)
+        else:
+            native.execute(stream, kept, outs)
 
     def _tensor_for(self, t: Any) -> Any:
         lt = self._output_for(t.logical_tensor)
@@ -347,8 +382,57 @@ class CompiledPartition:
         # The shape input differs from what was compiled: the input wins, so
         # compile again with its values.
         rebuilt = _Native(n.source, [int(v) for v in values])
-        graph = _core.Graph(self._partition.engine_kind)
+        graph = _core.Graph(self._partition.engine_kind, self._partition._fpmath_mode)
         graph.add_op(rebuilt.op)
         graph.finalize()
         [part] = graph.get_partitions()
-        return part.compile(self._inputs, self._outputs, self._engine)
+        return self._build([rebuilt.op], part)
+
+
+def _low_precision(ops: Sequence[Any]) -> bool:
+    return any(t.dtype in _as_f32.LOW_PRECISION for op in ops for t in op.inputs + op.outputs)
+
+
+def _needs_f32(op: Any) -> bool:
+    """Whether this CPU's oneDNN lacks an optimized kernel for native op `op`
+    (``_kernels``; only ops of known shapes are asked)."""
+    tensors = op.inputs + op.outputs
+    if op.kind not in _kernels.PRIMITIVES or not all(_known(t) for t in tensors):
+        return False
+    return _kernels.needs_f32(op.kind, op.attrs, op.outputs[0].dtype,
+                              [t.shape for t in op.inputs], op.outputs[0].shape)
+
+
+def _no_kernel(ops: Sequence[Any], exc: Error) -> UnsupportedError:
+    """The error of a partition that cannot run on this CPU, in any form."""
+    dtypes = sorted({t.dtype for op in ops for t in op.inputs + op.outputs})
+    names = ", ".join(f"op {op.id} {op.kind}" for op in ops)
+    return UnsupportedError(
+        f"{names} ({'/'.join(dtypes)}): oneDNN {_kernels.version()} has no kernel for this "
+        f"partition on this CPU ({_version.cpu_isa()}), and it could not run it in f32 "
+        f"between TypeCasts either ({exc.message}). Give the ops f32 tensors, or use the "
+        "functional API (onednn_graph.conv_transpose, ...), which runs every dtype on "
+        "every CPU", exc.status)
+
+
+def _run_chain(chain: _as_f32.Chain, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+    """Execute `chain` on Tensors, after the checks a compiled partition makes."""
+    given = {t.logical_tensor.id: t for t in inputs}
+    made = {t.logical_tensor.id: t for t in outputs}
+    for role, tensors, want in (("input", given, chain.inputs), ("output", made, chain.outputs)):
+        if len(tensors) != len(want) or set(tensors) != {lt.id for lt in want}:
+            raise ValueError(f"execute: expected {role} tensors with ids {[lt.id for lt in want]}, "
+                             f"got {list(tensors)}")
+        for lt in want:
+            t, compiled = tensors[lt.id].logical_tensor, chain.layouts[lt.id]
+            if (t.dtype, t.shape, t.strides) != (compiled.dtype, compiled.shape, compiled.strides):
+                raise ValueError(f"execute: {role} tensor with id {lt.id} has a dtype, shape or "
+                                 "strides other than the compiled ones")
+    for lt in chain.outputs:
+        out = made[lt.id].array
+        if not out.flags.writeable:
+            raise ValueError(f"execute: output tensor with id {lt.id} is read-only")
+        if any(np.may_share_memory(out, t.array) for t in inputs):
+            raise ValueError(f"execute: output tensor with id {lt.id} shares memory with an input")
+    chain.execute([given[lt.id].array for lt in chain.inputs],
+                  [made[lt.id].array for lt in chain.outputs])

@@ -20,7 +20,8 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from . import _arrays, _as_f32, _attrs, _compiled, _core, _dtypes, _graph, _lowering, graph_json, shapes
+from . import (_arrays, _as_f32, _attrs, _compiled, _core, _dtypes, _graph, _kernels, _lowering,
+               graph_json, shapes)
 
 __all__ = ["Reproducer", "reproducer", "benchdnn_command"]
 
@@ -101,11 +102,12 @@ def describe(kind: str, inputs: Sequence[np.ndarray], plan: shapes.Plan,
     if kind in _attrs.SHAPE_ATTR:
         attrs[_attrs.SHAPE_ATTR[kind]] = list(out_shape)
     spec = _graph.Op(0, kind, lts, [out], attrs, kind)
-    if _as_f32.wanted(native.kind, dtype):  # run in f32 between TypeCasts
-        return Reproducer(graph_json.document([spec]), graph_json.document(
-            _as_f32.chain_ops(native.kind, native.attrs, lts, out, native.input_order)))
     taken = [lts[i] for i in native.input_order] if native.input_order else lts
     run = _core.Op(0, native.kind, taken, [out], native.attrs, native.kind)
+    if _kernels.needs_f32(native.kind, native.attrs, dtype, [t.shape for t in taken], out_shape):
+        # This CPU's oneDNN runs it in f32 between TypeCasts (_as_f32)
+        return Reproducer(graph_json.document([spec]),
+                          graph_json.document(_as_f32.widen([run], lts, [out])))
     return Reproducer(graph_json.document([spec]), graph_json.document([run]))
 
 

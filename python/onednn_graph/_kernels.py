@@ -1,0 +1,146 @@
+"""Which kernel the linked oneDNN has, on this CPU, for an op in a dtype.
+
+Which kernels oneDNN has for bf16 and f16 depends on the instruction set it
+dispatches to, not only on its version. oneDNN 3.2 runs bf16 only from AVX-512
+(``avx512_core``: emulated; native from ``avx512_core_bf16``) and f16 only with
+AVX512-FP16 (``avx512_core_fp16``), and even there it has f16 kernels for the
+forward-convolution-shaped op alone: ConvTranspose, ConvTransposeBackwardWeights
+and ConvolutionBackwardData run its reference kernel (``ref:any``, 255-267 ms
+against 0.3-0.6 ms in f32 for one problem on Sapphire Rapids). Nothing here is
+a table of what some CPU did: each answer is asked of the linked library on the
+machine it runs on (``_core.primitive_impl``, the primitive descriptor the Graph
+API's backend builds for the op), once per problem and process.
+
+An op whose kernel is missing (``"none"``) or only the reference one
+(``"reference"``) runs in f32 between oneDNN TypeCasts (``_as_f32``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, NamedTuple, Sequence
+
+from . import _core, _version, shapes
+from .errors import Error
+
+#: The primitive the Graph API's dnnl backend builds for each op kind (3.2:
+#: graph/backend/dnnl/op_executable.cpp), and which of the op's tensors are the
+#: primitive's (src, weights, dst): input positions, or -1 for the output.
+PRIMITIVES: dict[str, tuple[str, tuple[int, int, int]]] = {
+    "ConvTranspose": ("deconvolution_forward", (0, 1, -1)),
+    "ConvTransposeBackwardData": ("deconvolution_backward_data", (-1, 1, 0)),
+    "ConvTransposeBackwardWeights": ("deconvolution_backward_weights", (0, -1, 1)),
+    "Convolution": ("convolution_forward", (0, 1, -1)),
+    "ConvolutionBackwardData": ("convolution_backward_data", (-1, 1, 0)),
+    "ConvolutionBackwardWeights": ("convolution_backward_weights", (0, -1, 1)),
+}
+
+#: The dtypes whose kernels depend on the CPU. f32 has optimized kernels on
+#: every instruction set oneDNN dispatches to (SSE4.1 up) and is never probed.
+LOW_PRECISION = ("bf16", "f16")
+
+
+class Kernel(NamedTuple):
+    """What oneDNN runs for one problem: ``status`` is ``"native"`` (an optimized
+    kernel), ``"reference"`` (only its reference kernel) or ``"none"``;
+    ``implementation`` is oneDNN's name for it, or why there is none."""
+
+    status: str
+    implementation: str
+
+
+def classify(implementation: str) -> str:
+    """"reference" when oneDNN's implementation name is (or wraps) a reference
+    kernel (``ref:any``, ``conv:any+ref:any``, ``gemm:ref``), else "native"."""
+    tokens = re.split(r"[+:]", implementation)
+    return "reference" if any(t.startswith("ref") for t in tokens) else "native"
+
+
+def _canonical(fmt: str, shape: Sequence[int]) -> list[int]:
+    """A data shape as (N, C, spatial...), the primitive API's order."""
+    return [shape[0], shapes.data_channels(fmt, shape), *shapes.data_spatial(fmt, shape)]
+
+
+def _pads(transposed: bool, attrs: dict[str, Any], src: Sequence[int], dst: Sequence[int],
+          kernel: Sequence[int]) -> tuple[list[int], list[int]]:
+    """(pads_l, pads_r) that make the problem consistent, as oneDNN checks it.
+
+    Explicit pads are the op's; the end pad of a transposed op follows from the
+    sizes (its output_padding folds in there). SAME pads are split from the
+    total the sizes imply, as the op's auto_pad splits it.
+    """
+    auto_pad = str(attrs.get("auto_pad", "None")).lower()
+    pads_l, pads_r = [], []
+    for i, (x, y, k) in enumerate(zip(src[2:], dst[2:], kernel)):
+        s, d = attrs["strides"][i], attrs["dilations"][i]
+        ek = shapes.effective_kernel(k, d)
+        total = s * (x - 1) + ek - y if transposed else (y - 1) * s + ek - x
+        if auto_pad in ("none", "valid"):
+            begin = attrs["pads_begin"][i] if auto_pad == "none" else 0
+            end = total - begin if transposed or auto_pad == "valid" else attrs["pads_end"][i]
+        else:
+            begin, end = shapes.split_same(max(total, 0), auto_pad)
+        pads_l.append(begin)
+        pads_r.append(end)
+    return pads_l, pads_r
+
+
+def problem(kind: str, attrs: dict[str, Any], input_shapes: Sequence[Sequence[int]],
+            output_shape: Sequence[int]) -> tuple[Any, ...]:
+    """The primitive problem oneDNN builds for op `kind` with `attrs` (as handed to
+    oneDNN) on inputs of `input_shapes` (the op's order) and its output: the
+    arguments of ``_core.primitive_impl`` after the primitive and the dtype."""
+    primitive, (si, wi, di) = PRIMITIVES[kind]
+    tensors = list(input_shapes) + [output_shape]
+    fmt, wfmt, g = attrs["data_format"], attrs["weights_format"], int(attrs.get("groups", 1))
+    src, dst, w = (_canonical(fmt, tensors[si]), _canonical(fmt, tensors[di]), tensors[wi])
+    kernel = list(w[:-2] if wfmt.startswith("X") else w[2:])
+    groups = [g] if g > 1 else []
+    weights = groups + [dst[1] // g, src[1] // g] + kernel
+    transposed = primitive.startswith("deconvolution")
+    pads_l, pads_r = _pads(transposed, attrs, src, dst, kernel)
+    dilates = [d - 1 for d in attrs["dilations"]]
+    return (src, weights, dst, list(attrs["strides"]), dilates, pads_l, pads_r)
+
+
+@functools.lru_cache(maxsize=4096)
+def _probe(primitive: str, dtype: str, key: tuple[tuple[int, ...], ...]) -> Kernel:
+    try:
+        name = _core.primitive_impl(primitive, dtype, *[list(k) for k in key])
+    except Error as exc:
+        return Kernel("none", exc.message)
+    return Kernel(classify(name), name)
+
+
+def for_op(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],
+           output_shape: Sequence[int]) -> Kernel:
+    """The kernel oneDNN has on this CPU for op `kind` (one of ``PRIMITIVES``,
+    as handed to oneDNN) in `dtype`; see :func:`problem` for the arguments."""
+    args = problem(kind, attrs, input_shapes, output_shape)
+    return _probe(PRIMITIVES[kind][0], dtype, tuple(tuple(int(v) for v in a) for a in args))
+
+
+def needs_f32(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],
+              output_shape: Sequence[int]) -> bool:
+    """Whether the op runs in f32 between TypeCasts: a bf16/f16 op of a kind the
+    probe knows whose kernel here is missing or only the reference one."""
+    if dtype not in LOW_PRECISION or kind not in PRIMITIVES:
+        return False
+    return for_op(kind, attrs, dtype, input_shapes, output_shape).status != "native"
+
+
+def why_f32(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],
+            output_shape: Sequence[int]) -> str:
+    """Why an op runs in f32 between TypeCasts, for ``Operation.lowering``."""
+    where = f"oneDNN {version()} on {_version.cpu_isa()}"
+    if kind in PRIMITIVES:
+        k = for_op(kind, attrs, dtype, input_shapes, output_shape)
+        if k.status == "reference":
+            return f"{where} has only its reference kernel for it in {dtype} ({k.implementation})"
+    return f"{where} has no {dtype} kernel for it"
+
+
+def version() -> str:
+    v = _version.onednn_version()
+    return f"{v.major}.{v.minor}"
