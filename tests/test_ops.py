@@ -28,6 +28,14 @@ VARIANTS = ([dict(rank=r) for r in (1, 3)]
                dict(output_padding=4, strides=2, auto_pad="same_lower", rank=3, bias=True)]
             + [dict(auto_pad=a) for a in ("same_upper", "same_lower", "valid", "SAME_UPPER")]
             + [dict(auto_pad=a, strides=1) for a in ("same_upper", "same_lower")]
+            # Negative pads (the JAX and ONNX conventions reach them): positions
+            # outside every kernel window before and after the full output.
+            + [dict(pads_begin=-1), dict(pads_begin=-1, pads_end=-2, strides=1),
+               dict(pads_begin=[1, -1], pads_end=[-2, 0], output_padding=1, bias=True),
+               # No kernel window reaches any output position: the result is fixed by
+               # the geometry alone (the bias, or zeros), without oneDNN.
+               dict(pads_begin=[15, 12], pads_end=-1), dict(pads_begin=[15, 12], pads_end=-1, bias=True),
+               dict(pads_begin=-1, pads_end=-1, strides=1, dilations=2, rank=1)]
             + [dict(groups=g) for g in (2, 3, "depthwise")]
             + [dict(weights_format="IOX"), dict(weights_format="IOX", groups=2),
                dict(bias=True), dict(bias=True, groups=2)])
@@ -138,3 +146,24 @@ def test_output_shape_agrees_with_onednn(rng):
                   data_format="NCX", weights_format="IOX")
         assert og.output_shape("ConvTranspose", [x.shape, w.shape], **kw) == \
             og.conv_transpose(x, w, **kw).shape
+
+
+def test_a_gradient_no_kernel_window_reaches_is_zero(rng, dtype):
+    """The issue's case: valid for oneDNN's spec, refused by its primitives (no diff_dst
+    position a kernel window reads); PyTorch and the reference give zeros."""
+    kw = dict(strides=(1, 1, 2), dilations=(2, 1, 1), pads_begin=(1, 2, 2), pads_end=(0, 0, 2),
+              output_padding=(1, 0, 1), groups=3, data_format="NCX", weights_format="IOX")
+    x, dy = random(rng, (2, 3, 1, 3, 2), dtype), random(rng, (2, 6, 1, 2, 1), dtype)
+    ws = (3, 2, 1, 2, 2)
+    assert og.output_shape("ConvTransposeBackwardWeights", [x.shape, dy.shape], weights_shape=ws,
+                           **kw) == ws
+    got = og.conv_transpose_backward_weights(x, dy, ws, **kw)
+    assert got.dtype == x.dtype and not np.any(got.astype(np.float32))
+    np.testing.assert_array_equal(got.astype(np.float64),
+                                  R.conv_transpose_backward_weights(x, dy, ws, **kw).astype(np.float64))
+    op = og.compile_op("ConvTransposeBackwardWeights", src=x, diff_dst=dy, weights_shape=ws, **kw)
+    assert op.lowering.startswith("no kernel window reaches the output")
+    out = np.full(ws, np.nan, x.dtype)
+    assert op(x, dy, out=out) is out and not np.any(out.astype(np.float32))
+    with pytest.raises(ValueError, match="shape"):
+        op(x[:1], dy)

@@ -61,10 +61,23 @@ def test_jax_pairs_match_jax_definition(lo, hi):
                                   jax_conv_transpose_1d(x, w, s, d, lo, hi))
 
 
-def test_jax_pads_oneDNN_cannot_express():
-    # lo > ek - 1 puts zeros before the output: a negative pads_begin.
-    with pytest.raises(ValueError, match="negative pads_begin"):
-        padding.from_jax([(3, 0)], kernel=(3,), strides=2)
+@pytest.mark.parametrize("lo,hi", [(3, 0), (5, -1), (4, 4), (3, -3)])
+def test_jax_pads_before_the_output_are_a_negative_pads_begin(lo, hi):
+    # lo > ek - 1 puts zeros before the output: JAX defines the result (leading
+    # zeros, then the op), and so does oneDNN with a negative pads_begin.
+    x, w, s, d = np.array([1.0, 2, 3, 4]), np.array([1.0, 10, 100]), 2, 1
+    pads = padding.from_jax([(lo, hi)], kernel=(3,), strides=2)
+    assert pads.pads_begin == (2 - lo,) and padding.to_jax(pads, kernel=(3,)) == [(lo, hi)]
+    expected = jax_conv_transpose_1d(x, w, s, d, lo, hi)
+    assert np.all(expected[:lo - 2] == 0)
+    np.testing.assert_array_equal(onednn_1d(x, w, s, d, pads), expected)
+    with pytest.raises(ValueError, match="PyTorch equivalent"):
+        padding.to_torch(pads, strides=2)
+    with pytest.raises(ValueError, match="output_shape"):
+        padding.to_onnx(pads)
+
+
+def test_jax_pairs_must_be_pairs():
     with pytest.raises(ValueError, match="pairs"):
         padding.from_jax([1, 2], kernel=(3,))
 
@@ -88,13 +101,23 @@ def test_onednn_same_vs_jax_and_onnx(x_len, k, s, d, mode):
                                  input_spatial=(x_len,)) == ours
         if mode == "same_upper":
             assert padding.from_jax("SAME", kernel=(k,), strides=s, dilations=d) == ours
-    else:  # kernel smaller than stride: oneDNN clamps, JAX appends zeros, ONNX is refused
+    else:  # kernel smaller than stride: oneDNN clamps; JAX and ONNX keep s*x
         assert size == s * (x_len - 1) + ek < s * x_len
         jax = padding.from_jax("SAME", kernel=(k,), strides=s, dilations=d)
         assert jax == Pads((0,), (0,), (s - ek,))
-        with pytest.raises(ValueError, match="negative"):
-            padding.from_onnx(auto_pad=onnx_mode, kernel=(k,), strides=s, dilations=d,
-                              input_spatial=(x_len,))
+        # ONNX's negative total, split by floor division as its reference
+        # implementation splits it: SAME_UPPER's extra elements come first.
+        onnx = padding.from_onnx(auto_pad=onnx_mode, kernel=(k,), strides=s, dilations=d,
+                                 input_spatial=(x_len,))
+        total = ek - s
+        first = total // 2 if onnx_mode == "SAME_UPPER" else total - total // 2
+        assert onnx.pads_begin == (first,)
+        assert onnx.output_shape((x_len,), (k,), s, d) == (s * x_len,)
+        x = np.arange(1, x_len + 1, dtype=np.float64)
+        w = np.arange(2, k + 2, dtype=np.float64)
+        [(lo, hi)] = padding.to_jax(onnx, kernel=(k,), dilations=(d,))
+        np.testing.assert_array_equal(onednn_1d(x, w, s, d, onnx),
+                                      jax_conv_transpose_1d(x, w, s, d, lo, hi))
 
 
 def test_onnx_backend_case_convtranspose_pads():
@@ -141,3 +164,29 @@ def test_torch_limits():
         padding.from_torch([(1, 2, 3)], kernel=(3,))
     with pytest.raises(ValueError, match="2 entries"):
         padding.from_torch([1], kernel=(3, 3))
+
+
+def test_onnx_backend_case_convtranspose_output_shape():
+    # ONNX backend test test_convtranspose_output_shape (strides [3, 2], output_shape
+    # [10, 8], past the full 9 x 7 output): its pads formula gives total -1 per axis,
+    # an extra row and column at the end that no kernel window reaches.
+    x = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    w = np.ones((1, 2, 3, 3), np.float32)
+    pads = padding.from_onnx(kernel=(3, 3), strides=(3, 2), input_spatial=(3, 3),
+                             output_shape=(10, 8))
+    assert pads == Pads((0, 0), (0, 0), (1, 1))
+    y = og.conv_transpose(x, w, strides=(3, 2), **pads.attrs(), **NCX)
+    rows = [[0, 0, 1, 1, 3, 2, 2, 0]] * 3 + [[3, 3, 7, 4, 9, 5, 5, 0]] * 3 + \
+        [[6, 6, 13, 7, 15, 8, 8, 0]] * 3 + [[0] * 8]
+    np.testing.assert_array_equal(y, np.array([[rows, rows]], np.float32))
+
+
+def test_onnx_output_shape_far_past_the_output_puts_elements_before_it():
+    # total -3: floor division splits it -1 / -2 (NOTSET splits like SAME_LOWER).
+    pads = padding.from_onnx(kernel=(3,), strides=2, input_spatial=(3,), output_shape=(10,))
+    assert pads == Pads((-1,), (0,), (2,))
+    x, w = np.array([1.0, 2, 3]), np.array([1.0, 10, 100])
+    [(lo, hi)] = padding.to_jax(pads, kernel=(3,))
+    expected = jax_conv_transpose_1d(x, w, 2, 1, lo, hi)
+    assert len(expected) == 10 and expected[0] == 0
+    np.testing.assert_array_equal(onednn_1d(x, w, 2, 1, pads), expected)

@@ -138,7 +138,12 @@ def _spatial(name: str, value: Any, rank: int, minimum: int) -> tuple[int, ...]:
     return check_int_list(name, value, minimum, rank, expected="an int or a list of ints")
 
 
-_MINIMUM = {"strides": 1, "dilations": 1, "pads_begin": 0, "pads_end": 0, "output_padding": 0}
+# Pads may be negative: the spec text says non-negative, but oneDNN 3.2 accepts
+# negative pads when an op is added (seed README), and the PyTorch, JAX and ONNX
+# conventions reach them (onednn_graph.padding): a negative pad adds that many
+# output positions outside every kernel window (_lowering: the crop).
+_MINIMUM = {"strides": 1, "dilations": 1, "pads_begin": -INT64_MAX, "pads_end": -INT64_MAX,
+            "output_padding": 0}
 
 
 def normalize(kind: str, spatial_rank: int, *, strides: Any = 1, pads_begin: Any = 0,

@@ -18,7 +18,7 @@ from typing import Any, Hashable, Optional, Sequence
 import numpy as np
 
 from . import (_arrays, _as_f32, _attrs, _compiled, _core, _cost, _kernels, _lowering, _tuning,
-               reproducer, shapes)
+               _unreached, reproducer, shapes)
 from ._dtypes import dtype_name
 from .errors import UnsupportedError
 
@@ -35,7 +35,8 @@ class Prepared:
                  "data_format", "out_perm", "direct", "__weakref__")
 
     def __init__(self, op: Any, output_shape: tuple[int, ...], dtype: np.dtype,
-                 copy_inputs: tuple[bool, ...], crop_input: Optional[int], crop: tuple[int, ...],
+                 copy_inputs: tuple[bool, ...], crop_input: Optional[int],
+                 crop: tuple[tuple[int, int], ...],
                  data_format: str, out_perm: Optional[tuple[int, ...]]) -> None:
         self.op, self.output_shape, self.dtype = op, output_shape, dtype
         self.copy_inputs, self.crop_input, self.crop = copy_inputs, crop_input, crop
@@ -70,14 +71,15 @@ class Prepared:
             self.op.execute(inputs, target)
             return out
         self.op.execute(inputs, crop(target, fmt, self.crop))
-        # ConvTranspose's left-out outputs lie outside every kernel window: they are the bias.
+        # The left-out outputs lie outside every kernel window: they are
+        # ConvTranspose's bias, or zeros (its bias-less form, ConvolutionBackwardData).
         bias = inputs[2] if len(inputs) > 2 else np.zeros((), self.dtype)
         per_channel = bias if fmt == "NXC" else bias.reshape(bias.shape + (1,) * (target.ndim - 2))
-        for axis, c in zip(spatial_axes(fmt, target.ndim), self.crop):
-            if c:
-                tail = [slice(None)] * target.ndim
-                tail[axis] = slice(target.shape[axis] - c, None)
-                target[tuple(tail)] = per_channel
+        for axis, (lead, trail) in zip(spatial_axes(fmt, target.ndim), self.crop):
+            for ends in (slice(0, lead), slice(max(target.shape[axis] - trail, 0), None)):
+                index = [slice(None)] * target.ndim
+                index[axis] = ends
+                target[tuple(index)] = per_channel
         return out
 
 
@@ -85,11 +87,12 @@ def spatial_axes(data_format: str, ndim: int) -> range:
     return range(1, ndim - 1) if data_format == "NXC" else range(2, ndim)
 
 
-def crop(array: np.ndarray, data_format: str, amounts: Sequence[int]) -> np.ndarray:
-    """A view of `array` without the last `amounts[i]` positions of spatial axis i."""
+def crop(array: np.ndarray, data_format: str, amounts: Sequence[tuple[int, int]]) -> np.ndarray:
+    """A view of `array` without the first and last `amounts[i]` positions of spatial
+    axis i (empty where they cover it)."""
     index = [slice(None)] * array.ndim
-    for axis, c in zip(spatial_axes(data_format, array.ndim), amounts):
-        index[axis] = slice(0, array.shape[axis] - c)
+    for axis, (lead, trail) in zip(spatial_axes(data_format, array.ndim), amounts):
+        index[axis] = slice(lead, max(array.shape[axis] - trail, lead))
     return array[tuple(index)]
 
 
@@ -195,8 +198,11 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
     chosen_threads = threads is None
     if threads is None:
         threads = _cost.threads(size)
-    op = None
-    if way is not native:
+    op: Any = None
+    if way.unreached:  # no kernel window reaches the output: nothing to compile
+        op = _unreached.Unreached(kind, dtype_name(dtype), [_compiled.meta(a) for a in arrays],
+                                  _compiled.meta(target), constants)
+    elif way is not native:
         try:
             op = _compile(way, dtype_name(dtype), arrays, target, constants, threads)
         except UnsupportedError:
@@ -211,7 +217,7 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
             raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
                                    exc.status) from None
     op.lowering = _lowering_of(op, way)
-    if tune and target.size:
+    if tune and target.size and not way.unreached:
         op = _tune(op, plan, input_shapes, native, arrays, target, constants,
                    size.flops if chosen_threads else None)
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, way.crop,

@@ -133,11 +133,17 @@ class _Native:
             kw = dict(attrs, **({shape_name: shape_value} if shape_name else {}))
             plan = shapes.plan(kind, [t.shape for t in inputs], **kw)
             native = _lowering.lower(plan, [t.shape for t in inputs])
-            if any(native.crop):  # a tuple of zeros means no crop
+            if native.unreached:
                 raise UnsupportedError(
-                    f"{op.kind} op {op.id}: output_padding >= strides + pads_end needs a view "
-                    "that leaves out positions outside every kernel window, which a partition "
-                    "cannot express; the functional API (onednn_graph.ops) runs it")
+                    f"{op.kind} op {op.id}: no kernel window reaches its output ({native.lowering}), "
+                    "so oneDNN has nothing to compute and refuses the geometry; the functional "
+                    "API (onednn_graph.ops) returns that result")
+            if native.crop:
+                raise UnsupportedError(
+                    f"{op.kind} op {op.id}: these pads (output_padding >= strides + pads_end, or a "
+                    "negative pads_begin) need a view that leaves out positions outside every "
+                    "kernel window, which a partition cannot express; the functional API "
+                    "(onednn_graph.ops) runs it")
         elif shape_name and shape_name not in attrs:
             raise ValueError(f"{op.kind} op {op.id}: give the {shape_name} attribute or an output "
                              "logical tensor with a known shape (the shape input's values are "

@@ -8,17 +8,25 @@ tests/test_lowering.py against the reference):
   ``None``/``SAME_UPPER``/``SAME_LOWER``/``VALID``.
 * output_padding on ConvTranspose when >= stride (3.2 fails to compile it) and
   on ConvTransposeBackwardData/Weights (3.2 rejects it when the op is added):
-  it only extends the output geometry, so it folds into ``pads_end`` (3.2
-  accepts a negative ``pads_end``): ``pads_end - output_padding``.
-* A folded ``pads_end`` of ``-stride`` or less (output_padding >= stride +
-  pads_end): the primitives require ``pads_end > -stride`` (common/
-  convolution.cpp and deconvolution.cpp: ``pad_r + str > 0``). The trailing
-  positions of the ConvTranspose-geometry tensor (dst of ConvTranspose,
-  diff_dst of the backward ops) past ``strides*(X-1) + dilations*(K-1) + 1``
-  lie outside every kernel window, so the op runs on a view that leaves out
-  just enough of them (``NativeOp.crop``) to make ``pads_end = 1 - stride``:
-  the backward ops never read them, and ConvTranspose's left-out outputs are
-  the bias (or zero), which ``ops`` writes as a copy of the bias.
+  it only extends the output geometry, so it folds into ``pads_end``:
+  ``pads_end - output_padding``.
+* Negative pads: a folded ``pads_end`` below 0, or a negative ``pads_begin`` or
+  ``pads_end`` as given (the PyTorch, JAX and ONNX conventions reach them:
+  ``onednn_graph.padding``). 3.2's primitives require ``pads_begin >= 0`` and
+  ``pads_end > -stride`` (common/convolution.cpp and deconvolution.cpp:
+  ``pad_l >= 0 && pad_r + str > 0``), and even within that, a negative
+  ``pads_end`` is not safe: its jit_avx2_1x1_convolution_bwd_weights wrote past
+  a buffer (valgrind: invalid write; then heap corruption) for a 1x1 kernel,
+  strides (3, 2) and pads_end (-2, -1). So the package never hands oneDNN a
+  negative pad. The leading and trailing positions of the ConvTranspose-
+  geometry tensor (dst of ConvTranspose, diff_src of ConvolutionBackwardData,
+  diff_dst of the ConvTranspose backward ops) outside
+  ``[0, strides*(X-1) + dilations*(K-1) + 1)`` lie outside every kernel window,
+  so the op runs on a view that leaves out just enough of them
+  (``NativeOp.crop``) to make both pads >= 0: the backward ops never read them,
+  and the left-out outputs are the bias (or zero), which ``_call`` writes. When
+  no position is left, no kernel window reaches the output at all: the result
+  is the bias or zeros, written without oneDNN (``NativeOp.unreached``).
 * ConvolutionBackwardData with groups > 1 (3.2 builds a partition that fails to
   compile): it is a ConvTranspose of diff_dst over the same weights memory,
   OIX read as IOX and XIO as XOI, with ``pads_end`` chosen so the output has
@@ -63,17 +71,25 @@ class NativeOp:
     kind: str
     attrs: dict[str, Any]
     lowering: str  # "native" or a short description of the rewrite
-    # Trailing spatial positions, per axis, of the op's ConvTranspose-geometry
-    # tensor (dst of ConvTranspose, diff_dst of the backward ops) that the op
-    # is not given: see the module docstring.
-    crop: tuple[int, ...] = ()
+    # Per spatial axis, (leading, trailing) positions of the op's crop tensor
+    # (``geometry_tensor``) that lie outside every kernel window and that the op
+    # is not given: see the module docstring. () when there are none.
+    crop: tuple[tuple[int, int], ...] = ()
     # The caller's input positions in the order this op takes them; () = as given.
     input_order: tuple[int, ...] = ()
+    # No kernel window reaches any position of the crop tensor: the result is
+    # fixed by the geometry alone (zeros, or ConvTranspose's bias); nothing runs.
+    unreached: bool = False
 
 
-def _explicit(plan: shapes.Plan, pads_end: tuple[int, ...], **extra: Any) -> dict[str, Any]:
+#: ``NativeOp.lowering`` of a call that runs on a view without unreached positions.
+ON_A_VIEW = "on a view without the positions outside every kernel window"
+
+
+def _explicit(plan: shapes.Plan, pads_begin: tuple[int, ...], pads_end: tuple[int, ...],
+              **extra: Any) -> dict[str, Any]:
     a = plan.attrs
-    attrs = dict(strides=list(a.strides), pads_begin=list(plan.pads_begin),
+    attrs = dict(strides=list(a.strides), pads_begin=list(pads_begin),
                  pads_end=list(pads_end), dilations=list(a.dilations), auto_pad="None",
                  groups=a.groups, data_format=a.data_format, weights_format=a.weights_format)
     attrs.update(extra)
@@ -81,48 +97,95 @@ def _explicit(plan: shapes.Plan, pads_end: tuple[int, ...], **extra: Any) -> dic
 
 
 def geometry_tensor(kind: str) -> int:
-    """Which tensor a crop applies to: the output (-1) or the input index of diff_dst."""
+    """The tensor a crop applies to, the one of ConvTranspose's output geometry: the
+    output (-1: dst, or ConvolutionBackwardData's diff_src) or the input index of
+    diff_dst."""
     return {_attrs.CONV_TRANSPOSE: -1, _attrs.CONV_TRANSPOSE_BWD_DATA: 0,
-            _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: 1}[kind]
+            _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: 1, _attrs.CONV_BWD_DATA: -1}[kind]
+
+
+def cropped(shape: Sequence[int], data_format: str,
+            crop: Sequence[tuple[int, int]]) -> tuple[int, ...]:
+    """`shape` without the cropped positions of each spatial axis."""
+    spatial = [x - lead - trail for x, (lead, trail) in
+               zip(shapes.data_spatial(data_format, shape), crop)] if crop else \
+        list(shapes.data_spatial(data_format, shape))
+    return shapes.data_shape_for(data_format, shape[0], shapes.data_channels(data_format, shape),
+                                 spatial)
+
+
+def _pads_and_crop(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]
+                   ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[tuple[int, int], ...], bool]:
+    """(pads_begin, pads_end, crop, unreached): the pads oneDNN is handed, never
+    negative (see the module docstring), output_padding folded into pads_end where
+    it is not passed natively, and the crop that makes them so.
+
+    Position ``j`` of the crop tensor is position ``j + pads_begin`` of the full
+    output ``s*(x-1) + ek``: a negative pads_begin puts that many positions before
+    it, a negative (folded) pads_end that many after it, and no kernel window
+    reaches them. They are left out of the view the op runs on; what is left after
+    that is empty when no position is reached at all (`unreached`).
+    ConvolutionBackwardData keeps the convolution's own pads_end, which may exceed
+    the full output's crop by up to stride - 1 (floor's slack, which its
+    primitives take).
+    """
+    a = plan.attrs
+    folds = a.kind != _attrs.CONV_BWD_DATA and not native_output_padding(plan)
+    ends = tuple(pe - op for pe, op in zip(plan.pads_end, a.output_padding)) if folds else plan.pads_end
+    lead = tuple(max(0, -pb) for pb in plan.pads_begin)
+    trail = tuple(max(0, -pe) for pe in ends)
+    pads_begin = tuple(pb + c for pb, c in zip(plan.pads_begin, lead))
+    pads_end = tuple(pe + c for pe, c in zip(ends, trail))
+    if not any(lead) and not any(trail):
+        return pads_begin, pads_end, (), False
+    crop = tuple(zip(lead, trail))
+    index = geometry_tensor(a.kind)
+    full = plan.output_shape if index < 0 else input_shapes[index]
+    unreached = any(x < 1 for x in shapes.data_spatial(a.data_format, cropped(full, a.data_format, crop)))
+    return pads_begin, pads_end, crop, unreached
+
+
+def native_output_padding(plan: shapes.Plan) -> bool:
+    """Whether ConvTranspose's output_padding goes to oneDNN 3.2 as it is: below the
+    stride, with pads >= 0 (its backend lets the primitive absorb it)."""
+    a = plan.attrs
+    return a.kind == _attrs.CONV_TRANSPOSE and all(
+        op < s for op, s in zip(a.output_padding, a.strides)) and min(
+        plan.pads_begin + plan.pads_end, default=0) >= 0
 
 
 def lower(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> NativeOp:
     """The op oneDNN 3.2 compiles for a checked, resolved call `plan` on inputs of `input_shapes`."""
     a = plan.attrs
-    in_spatial = shapes.data_spatial(a.data_format, input_shapes[0])
     kind = a.kind
-    op_pad = a.output_padding
+    pads_begin, pads_end, crop, unreached = _pads_and_crop(plan, input_shapes)
+    if unreached:
+        what = "the bias" if kind == _attrs.CONV_TRANSPOSE and len(input_shapes) > 2 else "zeros"
+        return NativeOp(kind, {}, f"no kernel window reaches the output: it is {what}",
+                        crop, unreached=True)
     if kind == _attrs.CONV_BWD_DATA:
-        out_spatial = shapes.data_spatial(a.data_format, plan.output_shape)
         if a.groups > 1:
-            return _cbd_as_conv_transpose(plan, in_spatial, out_spatial, "groups > 1")
+            return _cbd_as_conv_transpose(plan, input_shapes, pads_begin, pads_end, crop,
+                                          "groups > 1")
+        if crop:
+            return NativeOp(kind, _explicit(plan, pads_begin, pads_end, dst_shape=list(
+                cropped(plan.output_shape, a.data_format, crop))), ON_A_VIEW, crop)
         attrs = spelled_natively(a)
         del attrs["output_padding"]
         attrs["dst_shape"] = list(plan.output_shape)
         return NativeOp(kind, attrs, "native")
-    pads_end = tuple(pe - op for pe, op in zip(plan.pads_end, op_pad))
-    crop = tuple(max(0, 1 - s - pe) for s, pe in zip(a.strides, pads_end))
-    if any(crop):
-        index = geometry_tensor(kind)
-        full = plan.output_shape if index < 0 else input_shapes[index]
-        if any(y - c < 1 for y, c in zip(shapes.data_spatial(a.data_format, full), crop)):
-            raise UnsupportedError(f"{kind}: no position of the output_padding-extended tensor "
-                                   "is reached by a kernel window (pads_begin too large)")
-        pads_end = tuple(pe + c for pe, c in zip(pads_end, crop))
     if kind == _attrs.CONV_TRANSPOSE_BWD_DATA and any(d > 1 for d in a.dilations):
-        return _ctbd_as_convolution(plan, pads_end, crop, "dilations > 1")
-    needs_fold = any(op > 0 for op in op_pad) if kind != _attrs.CONV_TRANSPOSE else \
-        any(op >= s for op, s in zip(op_pad, a.strides))
+        return _ctbd_as_convolution(plan, pads_begin, pads_end, crop, "dilations > 1")
+    needs_fold = any(a.output_padding) and not native_output_padding(plan)
     extra = {"weights_shape": list(plan.output_shape)} if kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS else {}
-    if any(crop):
-        return NativeOp(kind, _explicit(plan, pads_end, **extra),
-                        "output_padding folded into pads_end, on a view without the "
-                        "positions outside every kernel window", crop)
+    if crop:
+        fold = "output_padding folded into pads_end, " if any(a.output_padding) else ""
+        return NativeOp(kind, _explicit(plan, pads_begin, pads_end, **extra), fold + ON_A_VIEW, crop)
     if kind != _attrs.CONV_TRANSPOSE and a.auto_pad != "none":
-        return NativeOp(kind, _explicit(plan, pads_end, **extra),
+        return NativeOp(kind, _explicit(plan, pads_begin, pads_end, **extra),
                         "auto_pad resolved as ConvTranspose does")
     if needs_fold:
-        return NativeOp(kind, _explicit(plan, pads_end, **extra),
+        return NativeOp(kind, _explicit(plan, pads_begin, pads_end, **extra),
                         "output_padding folded into pads_end")
     attrs = spelled_natively(a)
     if kind != _attrs.CONV_TRANSPOSE:
@@ -131,26 +194,33 @@ def lower(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> NativeOp:
     return NativeOp(kind, attrs, "native")
 
 
-def _cbd_as_conv_transpose(plan: shapes.Plan, in_spatial: Sequence[int],
-                           out_spatial: Sequence[int], why: str) -> NativeOp:
-    """ConvolutionBackwardData as the ConvTranspose of diff_dst over the same weights."""
+def _cbd_as_conv_transpose(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
+                           pads_begin: tuple[int, ...], pads_end: tuple[int, ...],
+                           crop: tuple[tuple[int, int], ...], why: str) -> NativeOp:
+    """ConvolutionBackwardData as the ConvTranspose of diff_dst over the same weights,
+    writing the view of diff_src without `crop`. The convolution's pads_end may
+    exceed the full output's crop by its floor's slack (< stride): that slack is
+    ConvTranspose's output_padding, which 3.2 takes below the stride."""
     a = plan.attrs
-    # y = ConvTranspose(dy): full size s*(Y-1) + ek - pb; crop to X via pads_end.
-    pads_end = tuple(
-        s * (y - 1) + shapes.effective_kernel(k, d) - pb - x
-        for s, d, k, pb, y, x in zip(a.strides, a.dilations, plan.kernel,
-                                     plan.pads_begin, in_spatial, out_spatial))
-    return NativeOp(_attrs.CONV_TRANSPOSE,
-                    _explicit(plan, pads_end, weights_format=CONV_AS_TRANSPOSE_FORMAT[a.weights_format]),
-                    f"ConvTranspose over the same weights ({why})")
+    in_spatial = shapes.data_spatial(a.data_format, input_shapes[0])
+    out_spatial = shapes.data_spatial(a.data_format, cropped(plan.output_shape, a.data_format, crop))
+    # y = ConvTranspose(dy): full size s*(Y-1) + ek; crop pb and pe, add the slack.
+    slack = tuple(
+        x - (s * (y - 1) + shapes.effective_kernel(k, d) - pb - pe)
+        for s, d, k, pb, pe, y, x in zip(a.strides, a.dilations, plan.kernel,
+                                         pads_begin, pads_end, in_spatial, out_spatial))
+    lowering = f"ConvTranspose over the same weights ({why})" + (f", {ON_A_VIEW}" if crop else "")
+    return NativeOp(_attrs.CONV_TRANSPOSE, _explicit(
+        plan, pads_begin, pads_end, weights_format=CONV_AS_TRANSPOSE_FORMAT[a.weights_format],
+        output_padding=list(slack)), lowering, crop)
 
 
-def _ctbd_as_convolution(plan: shapes.Plan, pads_end: tuple[int, ...], crop: tuple[int, ...],
-                         why: str) -> NativeOp:
+def _ctbd_as_convolution(plan: shapes.Plan, pads_begin: tuple[int, ...], pads_end: tuple[int, ...],
+                         crop: tuple[tuple[int, int], ...], why: str) -> NativeOp:
     """ConvTransposeBackwardData as the forward Convolution of diff_dst over the same weights."""
     return NativeOp("Convolution", _explicit(
-        plan, pads_end, weights_format=TRANSPOSE_AS_CONV_FORMAT[plan.attrs.weights_format]),
-        f"Convolution over the same weights ({why})", crop if any(crop) else ())
+        plan, pads_begin, pads_end, weights_format=TRANSPOSE_AS_CONV_FORMAT[plan.attrs.weights_format]),
+        f"Convolution over the same weights ({why})", crop)
 
 
 def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
@@ -166,14 +236,18 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     (benchmarks/alternative_lowerings.py).
     """
     a = plan.attrs
+    if chosen.unreached:
+        return []  # nothing to compute
     if a.kind == _attrs.CONV_TRANSPOSE and chosen.kind == a.kind and a.groups == 1 \
             and len(input_shapes) == 2 and not chosen.crop:
         # ConvTranspose(x, W) is the backward data of Convolution over the same
         # weights memory; 3.2 compiles that for groups = 1 (see the module
         # docstring) and it has no bias input.
-        pads_end = tuple(pe - op for pe, op in zip(plan.pads_end, a.output_padding))
+        # Without a crop, the pads are >= 0 and output_padding < stride: the
+        # convolution's floor takes it (dst_shape says the size).
+        pads_begin, pads_end, _, _ = _pads_and_crop(plan, input_shapes)
         return [NativeOp(_attrs.CONV_BWD_DATA, _explicit(
-            plan, pads_end, weights_format=TRANSPOSE_AS_CONV_FORMAT[a.weights_format],
+            plan, pads_begin, pads_end, weights_format=TRANSPOSE_AS_CONV_FORMAT[a.weights_format],
             dst_shape=list(plan.output_shape)),
             f"ConvolutionBackwardData over the same weights ({why})")]
     if a.kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS and chosen.kind == a.kind:
@@ -186,12 +260,11 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
                          chosen.crop, input_order=(1, 0))]
     if a.kind == _attrs.CONV_TRANSPOSE_BWD_DATA and chosen.kind == a.kind:
         # lower() hands this op explicit pads (auto_pad "None"), folded and cropped.
-        pads_end = tuple(int(p) for p in chosen.attrs["pads_end"])
-        return [_ctbd_as_convolution(plan, pads_end, chosen.crop, why)]
+        pads_begin, pads_end, _, _ = _pads_and_crop(plan, input_shapes)
+        return [_ctbd_as_convolution(plan, pads_begin, pads_end, chosen.crop, why)]
     if a.kind == _attrs.CONV_BWD_DATA and chosen.kind == a.kind:
-        return [_cbd_as_conv_transpose(plan, shapes.data_spatial(a.data_format, input_shapes[0]),
-                                       shapes.data_spatial(a.data_format, plan.output_shape),
-                                       why)]
+        pads_begin, pads_end, _, _ = _pads_and_crop(plan, input_shapes)
+        return [_cbd_as_conv_transpose(plan, input_shapes, pads_begin, pads_end, chosen.crop, why)]
     return []
 
 
@@ -216,7 +289,7 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     wide layers on 1-16 positions), so the op runs as written and ``tune=True`` measures.
     """
     a = plan.attrs
-    if chosen.kind != a.kind or a.data_format != "NXC":
+    if chosen.kind != a.kind or a.data_format != "NXC" or chosen.unreached:
         return chosen  # already rewritten so that 3.2 compiles it; or channels-first
     if (a.kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS and dtype == "f32") or \
             (a.kind == _attrs.CONV_TRANSPOSE_BWD_DATA and a.groups > 1 and dtype != "f16"):

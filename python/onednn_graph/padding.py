@@ -38,8 +38,9 @@ Where they disagree
   the stride (``ek < s``) oneDNN clamps the crop at 0 and gives
   ``s*(x-1) + ek + output_padding``, smaller than ``s*x``. JAX then adds
   ``s - ek`` zero elements at the end (an ``output_padding`` here); ONNX's
-  formula gives a negative total, whose split its text leaves to integer
-  division, so :func:`from_onnx` refuses it.
+  formula gives a negative total, which its reference implementation splits
+  with floor division (:func:`from_onnx` does the same): ``SAME_UPPER`` then
+  puts the extra elements first (a negative ``pads_begin``), ``SAME_LOWER`` last.
 * **Placement of the odd unit.** ``SAME_UPPER`` (ONNX) = ``same_upper``
   (oneDNN) = JAX ``"SAME"``: the extra crop at the end. ``SAME_LOWER`` /
   ``same_lower``: at the beginning. ONNX's ``output_shape`` with
@@ -49,6 +50,15 @@ Where they disagree
 * **VALID.** oneDNN and ONNX crop nothing: ``s*(x-1) + ek``. JAX's ``"VALID"``
   gives ``s*(x-1) + max(ek, s)``: when ``ek < s`` it appends ``s - ek``
   zero elements.
+
+Negative pads
+-------------
+A negative ``pads_begin`` (``pads_end``) adds that many elements before (after)
+the full output; no kernel window reaches them, so they hold the bias, or zero.
+JAX pairs with ``lo > ek - 1`` and ONNX's ``output_shape`` reach them, and the
+functional API takes them (oneDNN 3.2 accepts negative pads on these ops; the
+package runs the op on a view without those elements). A negative end is written
+as ``output_padding`` here, which means the same.
 
 Examples
 --------
@@ -81,8 +91,8 @@ _ANY = -(2**62)  # JAX's pairs may be negative (they then crop the dilated input
 class Pads(NamedTuple):
     """Explicit transposed-convolution padding in oneDNN's terms, one value per spatial axis.
 
-    ``pads_begin``/``pads_end`` crop the full output, ``output_padding``
-    extends it at the end (see the module docstring).
+    ``pads_begin``/``pads_end`` crop the full output (a negative one extends
+    it), ``output_padding`` extends it at the end (see the module docstring).
     """
 
     pads_begin: Shape
@@ -156,13 +166,10 @@ def _pairs(name: str, value: Any, rank: int) -> List[Tuple[int, int]]:
     return out
 
 
-def _fold(what: str, begin: Sequence[int], end: Sequence[int], extra: Sequence[int]) -> Pads:
+def _fold(begin: Sequence[int], end: Sequence[int], extra: Sequence[int]) -> Pads:
     """Pads from crops that may be negative: a negative end crop is output_padding
-    (elements appended at the end); a negative begin crop has no oneDNN equivalent."""
-    for i, b in enumerate(begin):
-        if b < 0:
-            raise ValueError(f"{what}: axis {i} would need {-b} zero element(s) before the "
-                             "output (a negative pads_begin), which oneDNN cannot express")
+    (elements appended at the end); a negative begin crop stays a negative
+    pads_begin (elements before the output, which no kernel window reaches)."""
     return Pads(tuple(begin), tuple(max(e, 0) for e in end),
                 tuple(x + max(-e, 0) for e, x in zip(end, extra)))
 
@@ -244,6 +251,11 @@ def to_torch(pads: Pads, *, strides: SpatialArg = 1, dilations: SpatialArg = 1
     """
     rank = len(pads.pads_begin)
     s, d = _strides_dilations(rank, strides, dilations)
+    for i, pb in enumerate(pads.pads_begin):
+        if pb < 0:
+            raise ValueError(f"axis {i}: pads_begin={pb} (positions before the output) has no "
+                             "PyTorch equivalent; use onednn_graph.torch_like with (begin, end) "
+                             "pairs")
     op = tuple(pb - pe + o for pb, pe, o in zip(*pads))
     for i, (o, s_, d_) in enumerate(zip(op, s, d)):
         if not 0 <= o < max(s_, d_):
@@ -300,9 +312,8 @@ def from_jax(padding: Union[str, Sequence[Sequence[int]]], *, kernel: Sequence[i
                   _attrs.check_int(f"padding[{i}][1]", hi, _ANY))
                  for i, (lo, hi) in enumerate(padding)]
         if use_consistent_padding:
-            return _fold("JAX padding", [lo for lo, _ in pairs], [hi for _, hi in pairs],
-                         (0,) * rank)
-    return _fold("JAX padding", [e - 1 - lo for e, (lo, _) in zip(ek, pairs)],
+            return _fold([lo for lo, _ in pairs], [hi for _, hi in pairs], (0,) * rank)
+    return _fold([e - 1 - lo for e, (lo, _) in zip(ek, pairs)],
                  [e - 1 - hi for e, (_, hi) in zip(ek, pairs)], (0,) * rank)
 
 
@@ -353,15 +364,13 @@ def from_onnx(pads: Optional[Sequence[int]] = None, auto_pad: str = "NOTSET",
         target = (tuple(s_ * x_ for s_, x_ in zip(s, x)) if output_shape is None
                   else _attrs.check_int_list("output_shape", output_shape, 1, rank))
         split = "same_upper" if mode == "SAME_UPPER" else "same_lower"
-        halves = []
-        for i, (x_, e, s_, o, t) in enumerate(zip(x, _extents(k, d), s, op, target)):
-            total = s_ * (x_ - 1) + o + e - t
-            if total < 0:
-                raise ValueError(f"axis {i}: ONNX's total padding {total} is negative "
-                                 "(kernel + output_padding < stride, or a large output_shape); "
-                                 "its split is not defined for oneDNN")
-            halves.append(shapes.split_same(total, split))
-        return Pads(tuple(b for b, _ in halves), tuple(e for _, e in halves), op)
+        # A negative total (kernel + output_padding < stride, or an output_shape
+        # past the full output) is split as ONNX's reference implementation splits
+        # it, with floor division: the ends it pads hold positions no kernel
+        # window reaches (the output of ONNX's test_convtranspose_output_shape).
+        halves = [shapes.split_same(s_ * (x_ - 1) + o + e - t, split)
+                  for x_, e, s_, o, t in zip(x, _extents(k, d), s, op, target)]
+        return _fold([b for b, _ in halves], [e for _, e in halves], op)
     if mode == "VALID" or pads is None:
         return Pads((0,) * rank, (0,) * rank, op)
     p = _attrs.check_int_list("pads", pads, 0, 2 * rank)
@@ -376,5 +385,9 @@ def to_onnx(pads: Pads) -> Dict[str, List[int]]:
     >>> to_onnx(Pads((1, 0), (2, 1), (0, 1)))
     {'pads': [1, 0, 2, 1], 'output_padding': [0, 1]}
     """
+    for i, pb in enumerate(pads.pads_begin):
+        if pb < 0 or pads.pads_end[i] < 0:
+            raise ValueError(f"axis {i}: ONNX's pads are >= 0; positions before or after the "
+                             "full output need ONNX's output_shape (with the input size)")
     return {"pads": list(pads.pads_begin) + list(pads.pads_end),
             "output_padding": list(pads.output_padding)}
