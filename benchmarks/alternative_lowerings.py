@@ -19,10 +19,11 @@ and tuning measures per problem.
 
 import argparse
 import time
+from typing import Any
 
 import numpy as np
 
-from onednn_graph import _attrs, _bench, _compiled, _lowering, reference, shapes, tolerance
+from onednn_graph import _attrs, _bench, _call, _lowering, reference, shapes, tolerance
 from onednn_graph._dtypes import dtype_name
 
 KINDS = {"ConvTranspose": reference.conv_transpose,
@@ -48,11 +49,12 @@ HELD_OUT = [
 ]
 
 
-def compiled(p: _bench.Problem, native: _lowering.NativeOp) -> _compiled.CompiledOp:
+def compiled(p: _bench.Problem, native: _lowering.NativeOp) -> Any:
+    """`native` compiled as the package compiles it on this CPU: a CompiledOp, or an
+    F32Chain where this CPU's oneDNN has no kernel for the dtype (or only its
+    reference one)."""
     assert not native.crop, "the suite's cases need no crop"
-    return _compiled.CompiledOp(native.kind, native.attrs, dtype_name(p.arrays[0].dtype),
-                                [_compiled.meta(a) for a in p.arrays], _compiled.meta(p.out),
-                                input_order=native.input_order)
+    return _call._compile(native, dtype_name(p.arrays[0].dtype), list(p.arrays), p.out, None, 0)
 
 
 def within_bound(p: _bench.Problem, got: np.ndarray, dtype: str, terms: int) -> bool:

@@ -43,14 +43,30 @@ def cells(quick: bool):
                     groups=groups, auto_pad=auto_pad, shape_form=form)
 
 
-def describe(outcomes: list[tuple[tuple, _support.Outcome]]) -> str:
-    """One cell text for a row: the common outcome, with exceptions listed."""
+def _common(outcomes: list[tuple[tuple, _support.Outcome]]) -> str:
+    """The common outcome of some cells, with the others listed by where they are."""
     counts = collections.Counter(str(o) for _, o in outcomes)
     common, n = counts.most_common(1)[0]
     text = common
     if len(counts) > 1:
         others = [f"{'/'.join(map(str, where))}: {o}" for where, o in outcomes if str(o) != common]
         text += f" — except {'; '.join(others[:4])}" + (" ..." if len(others) > 4 else "")
+    return text
+
+
+def describe(outcomes: list[tuple[tuple, _support.Outcome]]) -> str:
+    """One cell text for a row: per dtype (dtypes alike merged), the common outcome
+    with exceptions listed as rank/data format/weights format."""
+    by_dtype: dict[str, list] = collections.defaultdict(list)
+    for (dtype, *where), o in outcomes:
+        by_dtype[dtype].append((tuple(where), o))
+    texts: dict[str, list[str]] = collections.defaultdict(list)
+    for dtype, items in by_dtype.items():
+        texts[_common(items)].append(dtype)
+    if len(texts) == 1:
+        [text] = texts
+    else:
+        text = "; ".join(f"**{', '.join(dtypes)}**: {t}" for t, dtypes in texts.items())
     return text.replace("|", "\\|")
 
 
@@ -93,11 +109,12 @@ def main() -> int:
         "* **package**: what `onednn_graph` does: `native` = hands it over as written, "
         "`lowered (how)` = rewrites it into ops oneDNN compiles (see `_lowering.py`), "
         "`unsupported` = raises `UnsupportedError`. Every package cell was checked against "
-        "the reference. The column shows what makes a cell compile; what the package also "
-        "does only for speed is not shown (README, Performance: f32 NXC "
+        "the reference. The column shows what makes a cell compile, including `in f32 "
+        "between TypeCasts` where this CPU's oneDNN has no kernel for the dtype; what the "
+        "package also does only for speed is not shown (README, Performance: f32 NXC "
         "ConvTransposeBackwardWeights and grouped NXC ConvTransposeBackwardData run as "
-        "their convolution forms, and f16 ConvTranspose, ConvTransposeBackwardWeights and "
-        "ConvolutionBackwardData in f32 between TypeCasts).",
+        "their convolution forms, and ops with only a reference kernel for the dtype run "
+        "in f32 between TypeCasts).",
         "",
         "A row stands for every dtype (" + ", ".join(DTYPES[:1] if args.quick else DTYPES)
         + "), spatial rank (" + ", ".join(map(str, RANKS[1:2] if args.quick else RANKS))

@@ -46,7 +46,10 @@ def test_json_output(capsys):
     assert status == 0 and doc["exit_status"] == 0 and doc["summary"] == {"PASS": 1}
     assert case["status"] == "PASS" and case["dt"] == "bf16"
     assert case["ops"][0]["kind"] == "ConvTransposeBackwardData"
-    assert case["lowerings"] == ["op 0: auto_pad resolved as ConvTranspose does"]
+    assert case["lowerings"][0] == "op 0: auto_pad resolved as ConvTranspose does"
+    # and, where this CPU's oneDNN has no bf16 kernel for it, that it ran in f32
+    assert case["lowerings"][1:] in ([], ["op(s) 0: in f32 between TypeCasts (no kernel for "
+                                          f"the dtype on {og.cpu_isa()}, or only the reference one)"])
 
 
 def test_perf_mode_reports_times_and_flops(capsys):
@@ -151,10 +154,19 @@ def test_info(capsys):
     v = og.onednn_version()
     assert status == 0 and f"oneDNN {v.major}.{v.minor}.{v.patch}" in out
     assert og.cpu_isa() in out and "constant-tensor cache: " in out
+    # Per op and dtype, what this CPU's oneDNN has and how the package runs it.
+    assert f"Kernels on this CPU ({og.cpu_isa()})" in out
     status, out, _ = run(capsys, "info", "--json")
     caps = json.loads(out)
     assert caps == json.loads(json.dumps(og.capabilities()))
     assert caps["threads"] >= 1 and caps["numpy"] == np.__version__
+    kernels = {(k["op"], k["dtype"]): k for k in caps["kernels"]}
+    assert set(kernels) == {(op, dt) for op in og._attrs.KINDS for dt in ("f32", "bf16", "f16")}
+    for (op, dtype), k in kernels.items():
+        assert k["kernel"] in ("native", "reference", "none")
+        chain = dtype != "f32" and k["kernel"] != "native"
+        assert k["runs"] == ("f32 chain" if chain else "native")
+        assert dtype != "f32" or k["kernel"] == "native"  # every x86-64 CPU oneDNN runs on
 
 
 def test_bench_without_the_suite_says_so(capsys):

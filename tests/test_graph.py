@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import onednn_graph as og
-from conftest import random
+from conftest import assert_matches_reference, random
 
 ENGINE = og.Engine()
 STREAM = og.Stream(ENGINE)
@@ -136,3 +136,79 @@ def test_stream_of_another_engine_is_a_clear_error(rng):
     with pytest.raises(ValueError, match="another Engine"):
         cp.execute(og.Stream(other), tensors, [og.Tensor(out_lt, ENGINE, out)])
     np.testing.assert_array_equal(out, before)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_a_low_precision_partition_runs_on_any_cpu(rng, dtype):
+    """Where this CPU's oneDNN has no kernel for the dtype (or only the reference one),
+    the partition runs in f32 between oneDNN TypeCasts, on the caller's tensors.
+    Truth: the reference, with the dtype's bound (tolerance.py)."""
+    from onednn_graph import _kernels
+    x, w = random(rng, (2, 5, 4, 3), dtype), random(rng, (3, 3, 6, 3), dtype)  # NXC, XOI
+    attrs = {"strides": [2, 2], "pads_begin": [1, 1], "pads_end": [0, 0], "dilations": [1, 1],
+             "data_format": "NXC", "weights_format": "XOI"}
+    lts = [og.LogicalTensor(0, dtype, x.shape), og.LogicalTensor(1, dtype, w.shape)]
+    out_lt = og.LogicalTensor(2, dtype, None)  # unknown: oneDNN (or the chain) infers it
+    g = og.Graph()
+    g.add_op(og.Op(0, "ConvTranspose", lts, [out_lt], attrs))
+    g.finalize()
+    [p] = g.get_partitions()
+    cp = p.compile(lts, [out_lt], ENGINE)
+    out_lt = cp.query_logical_tensor(2)
+    assert out_lt.shape == (2, 10, 8, 6) and out_lt.dtype == dtype
+    native = dict(attrs, auto_pad="None", groups=1)
+    assert cp.runs_in_f32 == _kernels.needs_f32("ConvTranspose", native, dtype,
+                                                [x.shape, w.shape], out_lt.shape)
+    out = np.full(out_lt.shape, np.nan, x.dtype)
+    cp.execute(STREAM, [og.Tensor(lts[0], ENGINE, x), og.Tensor(lts[1], ENGINE, w)],
+               [og.Tensor(out_lt, ENGINE, out)])
+    kw = {k: v for k, v in attrs.items()}
+    assert_matches_reference(out, og.reference.conv_transpose, (x, w), kw, dtype, terms=3 * 9)
+    with pytest.raises(ValueError, match="output"):  # the checks of a compiled partition
+        cp.execute(STREAM, [og.Tensor(lts[0], ENGINE, x), og.Tensor(lts[1], ENGINE, w)],
+                   [og.Tensor(og.LogicalTensor(2, dtype, (1, 1, 1, 6)), ENGINE,
+                              np.zeros((1, 1, 1, 6), x.dtype))])
+
+
+def test_a_fused_low_precision_partition_runs_on_any_cpu(rng):
+    """ConvTranspose -> ReLU in bf16, under oneDNN's fusion policy: whatever partitions
+    it returns run (natively, or in f32 between TypeCasts). Truth: the reference, then
+    max(0, .) on the bf16-rounded result, which ReLU keeps exact."""
+    x, w = random(rng, (1, 4, 4, 2), "bf16"), random(rng, (2, 2, 3, 2), "bf16")
+    attrs = {"strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
+             "data_format": "NXC", "weights_format": "XOI"}
+    lts = [og.LogicalTensor(i, "bf16", s) for i, s in enumerate([x.shape, w.shape, (1, 8, 8, 3)])]
+    y = og.LogicalTensor(3, "bf16", (1, 8, 8, 3))
+    g = og.Graph()
+    g.add_op(og.Op(0, "ConvTranspose", lts[:2], [lts[2]], attrs))
+    g.add_op(og.Op(1, "ReLU", [lts[2]], [y]))
+    g.finalize()
+    arrays = {0: x, 1: w, 2: np.full((1, 8, 8, 3), np.nan, x.dtype), 3: np.full((1, 8, 8, 3), np.nan, x.dtype)}
+    for p in g.get_partitions():
+        ins, outs = list(p.input_ports), list(p.output_ports)
+        cp = p.compile(ins, outs, ENGINE)
+        cp.execute(STREAM, [og.Tensor(t, ENGINE, arrays[t.id]) for t in ins],
+                   [og.Tensor(t, ENGINE, arrays[t.id]) for t in outs])
+    ct = og.conv_transpose(x, w, strides=2)
+    np.testing.assert_array_equal(arrays[3], np.maximum(ct, 0))
+
+
+def test_a_partition_that_cannot_run_in_any_form_names_op_dtype_and_isa(rng, monkeypatch):
+    from onednn_graph import _as_f32, _graph
+
+    def refuse(*args, **kwargs):
+        raise og.Error("could not create a primitive descriptor (for the test)", "unimplemented")
+
+    monkeypatch.setattr(_as_f32, "Chain", refuse)
+    monkeypatch.setattr(_graph, "_needs_f32", lambda op: True)  # as where no kernel exists
+    lts = [og.LogicalTensor(0, "bf16", (1, 4, 2)), og.LogicalTensor(1, "bf16", (3, 3, 2))]
+    out_lt = og.LogicalTensor(2, "bf16", (1, 8, 3))
+    g = og.Graph()
+    g.add_op(og.Op(0, "ConvTranspose", lts, [out_lt], dict(CTBW_ATTRS, strides=[2])))
+    g.finalize()
+    [p] = g.get_partitions()
+    with pytest.raises(og.UnsupportedError) as info:
+        p.compile(lts, [out_lt], ENGINE)
+    message = str(info.value)
+    assert "op 0 ConvTranspose" in message and "bf16" in message and og.cpu_isa() in message
+    assert "f32" in message and "functional API" in message

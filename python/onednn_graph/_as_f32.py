@@ -165,7 +165,9 @@ class Chain:
 class F32Chain:
     """One op on bf16/f16 data as a ``Chain``, with ``CompiledOp``'s arguments and
     interface (except that it has no single ``compiled`` partition: calls take the
-    Python path). `reason` says why it runs in f32 (``Operation.lowering``)."""
+    Python path). `reason` says why it runs in f32 (``Operation.lowering``); `needed`
+    is False where oneDNN has a kernel for the dtype, but only its reference one
+    (the chain is then only faster)."""
 
     compiled = None
 
@@ -173,8 +175,9 @@ class F32Chain:
                  inputs: Sequence[tuple], output: tuple,
                  constants: Optional[dict[int, np.ndarray]] = None,
                  input_order: tuple[int, ...] = (), threads: int = 0,
-                 reason: str = "") -> None:
-        self.kind, self.attrs, self.dtype, self.reason = kind, attrs, dtype, reason
+                 reason: str = "", needed: bool = True) -> None:
+        self.kind, self.attrs, self.dtype = kind, attrs, dtype
+        self.reason, self.needed = reason, needed
         self.input_order = ()  # execute() takes the caller's order; the op reorders
         self.lowering = "native"
         self.tuning: Optional[dict[str, float]] = None

@@ -232,17 +232,17 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
     metas, out = [_compiled.meta(a) for a in arrays], _compiled.meta(target)
     taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
     args = (way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads)
-    if _kernels.needs_f32(way.kind, way.attrs, dtype, taken, target.shape):
-        return _as_f32.F32Chain(*args, reason=_kernels.why_f32(way.kind, way.attrs, dtype, taken,
-                                                               target.shape))
+    kernel = _kernels.probed(way.kind, way.attrs, dtype, taken, target.shape)
+    if kernel is not None and kernel.status != "native":
+        return _as_f32.F32Chain(*args, reason=_kernels.reason(kernel, dtype),
+                                needed=kernel.status == "none")
     try:
         return _compiled.CompiledOp(*args)
     except UnsupportedError as exc:
         if dtype not in _as_f32.LOW_PRECISION:
             raise
         try:  # a kernel the probe did not foresee is missing: f32 has them all
-            return _as_f32.F32Chain(*args, reason=f"oneDNN {_kernels.version()} on "
-                                    f"{_core.cpu_isa()} could not compile it in {dtype}")
+            return _as_f32.F32Chain(*args, reason=_kernels.reason(None, dtype), needed=True)
         except UnsupportedError:
             raise exc from None
 
@@ -250,7 +250,8 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
 def _lowering_of(op: Any, way: _lowering.NativeOp) -> str:
     """How the call runs (``Operation.lowering``): `way`'s rewrite, and the f32 chain."""
     if isinstance(op, _as_f32.F32Chain):
-        return f"{way.lowering}, in f32 between TypeCasts ({op.reason})"
+        chain = f"in f32 between TypeCasts ({op.reason})"
+        return chain if way.lowering == "native" else f"{way.lowering}, {chain}"
     return way.lowering
 
 

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import ml_dtypes
 import numpy as np
 
-from . import _core, _version
+from . import _core, _kernels, _version
 
 
 def _threads() -> tuple[int, str]:
@@ -25,6 +25,19 @@ def _threads() -> tuple[int, str]:
     if runtime == "seq":
         return 1, "sequential runtime"
     return len(os.sched_getaffinity(0)), "CPUs this process may use"
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), what every benchmark figure says it
+    was measured on, or the platform's processor string elsewhere."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return platform.processor() or platform.machine()
 
 
 def _package_version() -> str:
@@ -46,9 +59,14 @@ def capabilities() -> dict[str, Any]:
     """A report of this installation, as ``onednn-graph info`` prints it.
 
     Keys: ``package``, ``onednn`` (version, hash, cpu_runtime), ``numpy``,
-    ``ml_dtypes``, ``python``, ``cpu_isa``, ``threads`` (and
+    ``ml_dtypes``, ``python``, ``cpu`` (the model name), ``cpu_isa`` (what oneDNN
+    dispatches to, after any ``ONEDNN_MAX_CPU_ISA``), ``threads`` (and
     ``threads_source``), ``constant_tensor_cache`` (its current setting; at
-    start-up, oneDNN's default) and ``support``: ``_support.summary()``, one
+    start-up, oneDNN's default), ``kernels``: ``_kernels.summary()``, one dict per
+    op and dtype saying which kernel the linked oneDNN has for it on this CPU
+    (``kernel``: native, reference or none, and its ``implementation``) and
+    how the package runs it (``runs``: native, or ``f32 chain``: in f32 between
+    oneDNN TypeCasts), and ``support``: ``_support.summary()``, one
     dict per (op, feature) with ``native`` (the linked oneDNN computes it as
     written), ``literal`` (what it does then) and ``package`` (what the package
     does: native, lowered or unsupported), probed on the library at the call.
@@ -69,10 +87,12 @@ def capabilities() -> dict[str, Any]:
         "numpy": np.__version__,
         "ml_dtypes": ml_dtypes.__version__,
         "python": platform.python_version(),
+        "cpu": cpu_model(),
         "cpu_isa": _version.cpu_isa(),
         "threads": threads,
         "threads_source": source,
         "constant_tensor_cache": _core.get_constant_tensor_cache(),
+        "kernels": _kernels.summary(),
         "support": _support(),
     }
 
@@ -83,10 +103,11 @@ def report(caps: dict[str, Any]) -> str:
     lines = [
         f"onednn-graph {caps['package']} (Python {caps['python']}, NumPy {caps['numpy']}, "
         f"ml_dtypes {caps['ml_dtypes']})",
-        f"oneDNN {o['version']} ({o['cpu_runtime']}, {o['hash'][:12]}), CPU ISA "
+        f"oneDNN {o['version']} ({o['cpu_runtime']}, {o['hash'][:12]}) on {caps['cpu']}: CPU ISA "
         f"{caps['cpu_isa']}, {caps['threads']} threads ({caps['threads_source']})",
         f"constant-tensor cache: {'on' if caps['constant_tensor_cache'] else 'off'}",
     ]
+    lines.append(_kernel_table(caps["cpu_isa"], caps["kernels"]))
     support = caps["support"]
     if support is None:
         lines.append("support matrix: not available in this installation")
@@ -102,3 +123,24 @@ def report(caps: dict[str, Any]) -> str:
         if j == 0:
             lines.append("  " + "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _kernel_table(isa: str, kernels: list[dict[str, str]]) -> str:
+    """Op x dtype: what oneDNN has on this CPU and how the package runs it."""
+    dtypes = list(dict.fromkeys(k["dtype"] for k in kernels))
+    cells: dict[str, dict[str, str]] = {}
+    for k in kernels:
+        how = "native" if k["runs"] == "native" else f"f32 chain ({k['kernel']})"
+        cells.setdefault(k["op"], {})[k["dtype"]] = f"{how}: {k['implementation']}" \
+            if k["kernel"] != "none" else how
+    rows = [("op", *dtypes)] + [(op, *(c.get(d, "") for d in dtypes)) for op, c in cells.items()]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = [f"\nKernels on this CPU ({isa}), per op and dtype, for {_kernels.TYPICAL_TEXT} "
+           "(native: oneDNN's own kernel for the dtype; f32 chain: the op in f32 between "
+           "oneDNN TypeCasts, because the kernel is missing (none) or only the reference "
+           "one):"]
+    for j, r in enumerate(rows):
+        out.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        if j == 0:
+            out.append("  " + "  ".join("-" * w for w in widths))
+    return "\n".join(out)

@@ -21,6 +21,7 @@ import functools
 import re
 from typing import Any, NamedTuple, Sequence
 
+
 from . import _core, _version, shapes
 from .errors import Error
 
@@ -121,26 +122,65 @@ def for_op(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[
     return _probe(PRIMITIVES[kind][0], dtype, tuple(tuple(int(v) for v in a) for a in args))
 
 
+def probed(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],
+           output_shape: Sequence[int]) -> Kernel | None:
+    """The kernel of a bf16/f16 op of a kind the probe knows (``for_op``), else None:
+    f32 and other kinds are not asked."""
+    if dtype not in LOW_PRECISION or kind not in PRIMITIVES:
+        return None
+    return for_op(kind, attrs, dtype, input_shapes, output_shape)
+
+
 def needs_f32(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],
               output_shape: Sequence[int]) -> bool:
     """Whether the op runs in f32 between TypeCasts: a bf16/f16 op of a kind the
     probe knows whose kernel here is missing or only the reference one."""
-    if dtype not in LOW_PRECISION or kind not in PRIMITIVES:
-        return False
-    return for_op(kind, attrs, dtype, input_shapes, output_shape).status != "native"
+    k = probed(kind, attrs, dtype, input_shapes, output_shape)
+    return k is not None and k.status != "native"
 
 
-def why_f32(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],
-            output_shape: Sequence[int]) -> str:
-    """Why an op runs in f32 between TypeCasts, for ``Operation.lowering``."""
+def reason(kernel: Kernel | None, dtype: str) -> str:
+    """Why an op runs in f32 between TypeCasts (``Operation.lowering``): the probe's
+    `kernel`, or None when oneDNN failed to compile the op in `dtype` unforeseen."""
     where = f"oneDNN {version()} on {_version.cpu_isa()}"
-    if kind in PRIMITIVES:
-        k = for_op(kind, attrs, dtype, input_shapes, output_shape)
-        if k.status == "reference":
-            return f"{where} has only its reference kernel for it in {dtype} ({k.implementation})"
+    if kernel is None:
+        return f"{where} could not compile it in {dtype}"
+    if kernel.status == "reference":
+        return f"{where} has only its reference kernel for it in {dtype} ({kernel.implementation})"
     return f"{where} has no {dtype} kernel for it"
 
 
 def version() -> str:
     v = _version.onednn_version()
     return f"{v.major}.{v.minor}"
+
+
+# A typical problem for summary(): NXC data 2x8x8x16 (16 -> 16 channels), a 3x3 kernel,
+# stride 2, pads 1/1, so the ConvTranspose-geometry tensor is 2x15x15x16.
+_X, _Y, _W = (2, 8, 8, 16), (2, 15, 15, 16), (3, 3, 16, 16)
+TYPICAL: dict[str, tuple[str, list[tuple[int, ...]], tuple[int, ...]]] = {
+    "ConvTranspose": ("XOI", [_X, _W], _Y),
+    "ConvTransposeBackwardData": ("XOI", [_Y, _W], _X),
+    "ConvTransposeBackwardWeights": ("XOI", [_X, _Y], _W),
+    "ConvolutionBackwardData": ("XIO", [_X, _W], _Y),
+}
+TYPICAL_TEXT = "NXC 2x8x8x16 -> 16 channels, kernel 3x3, stride 2, pads 1/1"
+
+
+def summary() -> list[dict[str, str]]:
+    """Per op and dtype, on a typical problem (``TYPICAL_TEXT``): the kernel the
+    linked oneDNN has on this CPU (``kernel``: native, reference or none;
+    ``implementation``: oneDNN's name for it, or why there is none) and how the
+    package runs the op (``runs``: ``"native"`` or ``"f32 chain"``, in f32 between
+    TypeCasts). Other problems may differ (a probe answers each one)."""
+    rows = []
+    for kind, (weights_format, inputs, output) in TYPICAL.items():
+        attrs = dict(strides=[2, 2], dilations=[1, 1], pads_begin=[1, 1], pads_end=[1, 1],
+                     auto_pad="None", groups=1, data_format="NXC", weights_format=weights_format)
+        for dtype in ("f32",) + LOW_PRECISION:
+            k = for_op(kind, attrs, dtype, inputs, output)
+            chain = dtype in LOW_PRECISION and k.status != "native"
+            rows.append({"op": kind, "dtype": dtype, "kernel": k.status,
+                         "implementation": k.implementation,
+                         "runs": "f32 chain" if chain else "native"})
+    return rows

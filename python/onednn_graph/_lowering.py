@@ -56,7 +56,6 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import _attrs, shapes
-from .errors import UnsupportedError
 
 NATIVE_AUTO_PAD = {"none": "None", "same_upper": "SAME_UPPER",
                    "same_lower": "SAME_LOWER", "valid": "VALID"}

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _attrs, _compiled, _cost, _dtypes, _graph, reference, shapes, tolerance
+from . import _attrs, _compiled, _core, _cost, _dtypes, _graph, reference, shapes, tolerance
 from ._core import Tensor
 from .errors import UnsupportedError
 
@@ -175,6 +175,10 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
     execute()
     result.lowerings = [f"op {n.source.id}: {n.lowering}" for n in graph._ops
                         if getattr(n, "lowering", "native") != "native"]
+    result.lowerings += [f"op(s) {', '.join(map(str, sorted(p.op_ids)))}: in f32 between "
+                         f"TypeCasts (no kernel for the dtype on {_core.cpu_isa()}, or only "
+                         "the reference one)" for p, (c, _, _) in zip(partitions, steps)
+                         if c.runs_in_f32]
     result.flops = sum(_cost.problem(c.plan, c.input_shapes).flops for c in calls.values())
     if perf:
         times = []

@@ -17,7 +17,8 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from . import _attrs, _compiled, _core, _dtypes, _lowering, ops, reference, shapes, tolerance
+from . import (_as_f32, _attrs, _compiled, _core, _dtypes, _kernels, _lowering, ops, reference,
+               shapes, tolerance)
 from .errors import Error, UnsupportedError
 
 _OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
@@ -166,6 +167,9 @@ def literal(p: Problem) -> Outcome:
     return Outcome("native") if result.ok else Outcome("wrong", "not the reference's numbers")
 
 
+_NO_KERNEL = f"in f32 between TypeCasts: no kernel for the dtype on {_core.cpu_isa()}"
+
+
 def package(p: Problem) -> Outcome:
     """Run the problem through the package and compare with the reference."""
     case = p.case
@@ -176,7 +180,11 @@ def package(p: Problem) -> Outcome:
         else:
             plan = shapes.plan(case.kind, [a.shape for a in p.args], **p.kwargs)
             how = _lowering.lower(plan, [a.shape for a in p.args]).lowering
+            _compiled.CACHE.clear()  # so that the call compiles, and the cache holds its op
             got = _OPS[case.kind][0](*p.args, **p.kwargs)
+            [op] = _compiled.CACHE.ops()
+            if isinstance(op, _as_f32.F32Chain) and op.needed:  # not when only faster
+                how = ("" if how == "native" else f"{how}; ") + _NO_KERNEL
     except UnsupportedError as exc:
         return Outcome("unsupported", str(exc))
     result = _check(p, got)
@@ -208,7 +216,13 @@ def _through_graph(p: Problem) -> tuple[np.ndarray, str]:
     tensors = [_core.Tensor(lt, engine, a) for lt, a in zip(inputs, p.args)]
     tensors.append(_core.Tensor(inputs[n], engine, np.array(shape_value, np.int32)))
     compiled.execute(_compiled.stream(), tensors, [_core.Tensor(output, engine, got)])
-    return got, graph._ops[0].lowering
+    how = graph._ops[0].lowering
+    native = graph._ops[0].op
+    kernel = _kernels.probed(native.kind, native.attrs, dtype, [t.shape for t in native.inputs],
+                             native.outputs[0].shape)
+    if compiled.runs_in_f32 and (kernel is None or kernel.status == "none"):  # not when only faster
+        how = ("" if how == "native" else f"{how}; ") + _NO_KERNEL
+    return got, how
 
 
 #: The features ``summary()`` probes, each a change from the default Case.
