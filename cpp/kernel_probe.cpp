@@ -24,42 +24,43 @@ const dnnl::engine &probe_engine() {
     return engine;
 }
 
+// The implementation of one primitive of a family: Fwd, BwdData and BwdWeights
+// are dnnl::(de)convolution_forward, _backward_data and _backward_weights.
+template <typename Fwd, typename BwdData, typename BwdWeights>
+std::string family_impl(const std::string &pass, dnnl::prop_kind forward, dnnl::algorithm a,
+        const dnnl::memory::desc &s, const dnnl::memory::desc &w, const dnnl::memory::desc &d,
+        const dims &strides, const dims &dilates, const dims &pads_l, const dims &pads_r) {
+    const auto &e = probe_engine();
+    if (pass == "forward")
+        return typename Fwd::primitive_desc(e, forward, a, s, w, d, strides, dilates, pads_l, pads_r)
+                .impl_info_str();
+    const typename Fwd::primitive_desc hint(e, prop::forward_training, a, s, w, d, strides, dilates,
+            pads_l, pads_r);
+    if (pass == "backward_data")
+        return typename BwdData::primitive_desc(e, a, s, w, d, strides, dilates, pads_l, pads_r, hint)
+                .impl_info_str();
+    return typename BwdWeights::primitive_desc(e, a, s, w, d, strides, dilates, pads_l, pads_r, hint)
+            .impl_info_str();
+}
+
 std::string probe(const std::string &primitive, const std::string &dtype, const dims &src,
         const dims &weights, const dims &dst, const dims &strides, const dims &dilates,
         const dims &pads_l, const dims &pads_r) {
     const auto dt = static_cast<dnnl::memory::data_type>(to_data_type(dtype));
     const dnnl::memory::desc s(src, dt, tag::any), w(weights, dt, tag::any), d(dst, dt, tag::any);
-    const auto &e = probe_engine();
-    if (primitive == "deconvolution_forward")
-        return dnnl::deconvolution_forward::primitive_desc(e, prop::forward_inference,
-                alg::deconvolution_direct, s, w, d, strides, dilates, pads_l, pads_r)
-                .impl_info_str();
-    if (primitive == "convolution_forward")
-        return dnnl::convolution_forward::primitive_desc(e, prop::forward_training,
-                alg::convolution_direct, s, w, d, strides, dilates, pads_l, pads_r)
-                .impl_info_str();
-    if (primitive.rfind("deconvolution_", 0) == 0) {
-        const dnnl::deconvolution_forward::primitive_desc hint(e, prop::forward_training,
-                alg::deconvolution_direct, s, w, d, strides, dilates, pads_l, pads_r);
-        if (primitive == "deconvolution_backward_data")
-            return dnnl::deconvolution_backward_data::primitive_desc(e,
-                    alg::deconvolution_direct, s, w, d, strides, dilates, pads_l, pads_r, hint)
-                    .impl_info_str();
-        if (primitive == "deconvolution_backward_weights")
-            return dnnl::deconvolution_backward_weights::primitive_desc(e,
-                    alg::deconvolution_direct, s, w, d, strides, dilates, pads_l, pads_r, hint)
-                    .impl_info_str();
-    } else if (primitive.rfind("convolution_", 0) == 0) {
-        const dnnl::convolution_forward::primitive_desc hint(e, prop::forward_training,
-                alg::convolution_direct, s, w, d, strides, dilates, pads_l, pads_r);
-        if (primitive == "convolution_backward_data")
-            return dnnl::convolution_backward_data::primitive_desc(e,
-                    alg::convolution_direct, s, w, d, strides, dilates, pads_l, pads_r, hint)
-                    .impl_info_str();
-        if (primitive == "convolution_backward_weights")
-            return dnnl::convolution_backward_weights::primitive_desc(e,
-                    alg::convolution_direct, s, w, d, strides, dilates, pads_l, pads_r, hint)
-                    .impl_info_str();
+    const auto split = primitive.find('_');
+    const std::string family = primitive.substr(0, split);
+    const std::string pass = split == std::string::npos ? "" : primitive.substr(split + 1);
+    if (pass == "forward" || pass == "backward_data" || pass == "backward_weights") {
+        // The backend compiles ConvTranspose for inference, Convolution for training.
+        if (family == "deconvolution")
+            return family_impl<dnnl::deconvolution_forward, dnnl::deconvolution_backward_data,
+                    dnnl::deconvolution_backward_weights>(pass, prop::forward_inference,
+                    alg::deconvolution_direct, s, w, d, strides, dilates, pads_l, pads_r);
+        if (family == "convolution")
+            return family_impl<dnnl::convolution_forward, dnnl::convolution_backward_data,
+                    dnnl::convolution_backward_weights>(pass, prop::forward_training,
+                    alg::convolution_direct, s, w, d, strides, dilates, pads_l, pads_r);
     }
     throw py::value_error("primitive must be (de)convolution_forward, _backward_data or "
                           "_backward_weights, got '" + primitive + "'");
