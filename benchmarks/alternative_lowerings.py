@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from onednn_graph import _attrs, _bench, _call, _lowering, reference, shapes, tolerance
-from onednn_graph._dtypes import dtype_name
+from onednn_graph import _bench, reference, shapes, tolerance
+from onednn_graph._impl import attrs as _attrs, call as _call, lowering as _lowering
+from onednn_graph._impl.dtypes import dtype_name
 
 KINDS = {"ConvTranspose": reference.conv_transpose,
          "ConvTransposeBackwardData": reference.conv_transpose_backward_data,

@@ -13,7 +13,8 @@ import numpy as np
 
 from alternative_lowerings import HELD_OUT  # this script's directory is on sys.path
 import onednn_graph as og
-from onednn_graph import _bench, _compiled, _info
+from onednn_graph import _bench
+from onednn_graph._impl import compiled as _compiled, info as _info
 
 CASE = next(c for c in HELD_OUT if c.name == "odd-48")
 DTYPES = ("f32", "bf16", "f16")

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import onednn_graph as og
-from onednn_graph import _attrs, _support
+from onednn_graph._impl import attrs as _attrs, support as _support
 
 DTYPES = ("f32", "bf16", "f16")
 RANKS = (1, 2, 3)

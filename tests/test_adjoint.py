@@ -76,7 +76,7 @@ def test_convolution_backward_data_is_the_adjoint_of_convolution(case, layout, d
     ct_layout = (layout[0], {"OIX": "IOX", "XIO": "XOI"}[layout[1]])
     x, _, kw = _ct_case(rng, nsp, g, c_in, c_out, x_sp, k, s, d, pb, pe, auto_pad, *ct_layout)
     kw["weights_format"] = layout[1]
-    a = og._attrs.normalize("ConvolutionBackwardData", nsp, **kw)
+    a = og._impl.attrs.normalize("ConvolutionBackwardData", nsp, **kw)
     x, w = _as(dtype, x, rng.standard_normal(shapes.weights_shape_for(a, c_in, c_out, k)))
     y = ref.convolution(_f64(x), _f64(w), **kw)  # exact up to float64 rounding
     dy, = _as(dtype, rng.standard_normal(y.shape))

@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 import onednn_graph as og
-from onednn_graph import _as_f32, _call, _compiled, _kernels, _lowering, _support, shapes
-from onednn_graph._dtypes import dtype_name
+from onednn_graph import shapes
+from onednn_graph._impl import (as_f32 as _as_f32, call as _call, compiled as _compiled,
+                                kernels as _kernels, lowering as _lowering, support as _support)
+from onednn_graph._impl.dtypes import dtype_name
 from conftest import random
 
 KINDS = ["ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
@@ -93,7 +95,7 @@ def test_the_package_takes_the_chain_where_the_probe_finds_no_kernel(kind, dtype
 def test_a_chain_writes_a_strided_out_and_refuses_what_it_cannot_take(rng, dtype):
     x, w = random(rng, (2, 5, 4, 6), dtype), random(rng, (3, 3, 4, 6), dtype)  # NXC, XOI
     out = np.full((2, 11, 9, 4)[::-1], np.nan, x.dtype).T  # Fortran order
-    attrs = _lowering.spelled_natively(og._attrs.normalize("ConvTranspose", 2, strides=2))
+    attrs = _lowering.spelled_natively(og._impl.attrs.normalize("ConvTranspose", 2, strides=2))
     chain = _as_f32.F32Chain("ConvTranspose", attrs, dtype, [_compiled.meta(x), _compiled.meta(w)],
                              _compiled.meta(out))
     chain.execute([x, w], out)
@@ -114,7 +116,7 @@ def test_a_chain_writes_a_strided_out_and_refuses_what_it_cannot_take(rng, dtype
 
 def test_constant_weights_are_cast_once(rng):
     x, w = random(rng, (1, 4, 4, 3), "f16"), random(rng, (2, 2, 5, 3), "f16")
-    attrs = _lowering.spelled_natively(og._attrs.normalize("ConvTranspose", 2, strides=2))
+    attrs = _lowering.spelled_natively(og._impl.attrs.normalize("ConvTranspose", 2, strides=2))
     out = np.empty((1, 8, 8, 5), np.float16)
     chain = _as_f32.F32Chain("ConvTranspose", attrs, "f16", [_compiled.meta(x), _compiled.meta(w)],
                              _compiled.meta(out), constants={1: w})

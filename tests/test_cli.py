@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import onednn_graph as og
-from onednn_graph import _runner, cli, reference
+from onednn_graph import cli, reference
+from onednn_graph._impl import runner as _runner
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 CASES = sorted(str(p) for p in FIXTURES.glob("*.json"))
@@ -161,7 +162,7 @@ def test_info(capsys):
     assert caps == json.loads(json.dumps(og.capabilities()))
     assert caps["threads"] >= 1 and caps["numpy"] == np.__version__
     kernels = {(k["op"], k["dtype"]): k for k in caps["kernels"]}
-    assert set(kernels) == {(op, dt) for op in og._attrs.KINDS for dt in ("f32", "bf16", "f16")}
+    assert set(kernels) == {(op, dt) for op in og._impl.attrs.KINDS for dt in ("f32", "bf16", "f16")}
     for (op, dtype), k in kernels.items():
         assert k["kernel"] in ("native", "reference", "none")
         chain = dtype != "f32" and k["kernel"] != "native"

@@ -78,7 +78,7 @@ def test_execute_arrays_refuses_an_output_over_an_input(rng):
     src, out = buffer[:12].reshape(1, 4, 3), buffer[8:23].reshape(1, 5, 3)
     src[...] = x
     with pytest.raises(ValueError, match="shares memory with input 0"):
-        compiled.execute_arrays(og._compiled.stream(), [src, w], [out])
+        compiled.execute_arrays(og._impl.compiled.stream(), [src, w], [out])
     assert not buffer[12:].any() and np.array_equal(src, x)  # nothing was written
     with pytest.raises(ValueError, match="out shares memory with input 0"):
         op(src, w, out=out)  # the operation's own message
@@ -131,7 +131,7 @@ def test_direct_call_runs_or_refuses_without_running(rng):
     (nothing written) for anything the compiled op does not take as it is."""
     x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 2, 3), "f32")
     op = og.compile_op("ConvTranspose", src=x, weights=w, strides=2)
-    want, stream = op(x, w), og._compiled.stream()
+    want, stream = op(x, w), og._impl.compiled.stream()
     partition = op._prepared.op.compiled
     direct = _core.DirectCall(partition, (), want.shape, want.dtype)
     np.testing.assert_array_equal(direct.run(stream, (x, w), None), want)

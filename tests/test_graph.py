@@ -143,7 +143,7 @@ def test_a_low_precision_partition_runs_on_any_cpu(rng, dtype):
     """Where this CPU's oneDNN has no kernel for the dtype (or only the reference one),
     the partition runs in f32 between oneDNN TypeCasts, on the caller's tensors.
     Truth: the reference, with the dtype's bound (tolerance.py)."""
-    from onednn_graph import _kernels
+    from onednn_graph._impl import kernels as _kernels
     x, w = random(rng, (2, 5, 4, 3), dtype), random(rng, (3, 3, 6, 3), dtype)  # NXC, XOI
     attrs = {"strides": [2, 2], "pads_begin": [1, 1], "pads_end": [0, 0], "dilations": [1, 1],
              "data_format": "NXC", "weights_format": "XOI"}
@@ -194,7 +194,8 @@ def test_a_fused_low_precision_partition_runs_on_any_cpu(rng):
 
 
 def test_a_partition_that_cannot_run_in_any_form_names_op_dtype_and_isa(rng, monkeypatch):
-    from onednn_graph import _as_f32, _graph
+    from onednn_graph import graph as _graph
+    from onednn_graph._impl import as_f32 as _as_f32
 
     def refuse(*args, **kwargs):
         raise og.Error("could not create a primitive descriptor (for the test)", "unimplemented")

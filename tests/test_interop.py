@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import onednn_graph as og
-from onednn_graph import _arrays
+from onednn_graph._impl import arrays as _arrays
 
 from conftest import NUMPY, random
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import onednn_graph as og
-from onednn_graph import _compiled, _kernels
+from onednn_graph._impl import compiled as _compiled, kernels as _kernels
 from conftest import run_python
 
 # A problem of each kind, as handed to oneDNN: NXC data, 2x16x8x8 -> 16 channels,
@@ -92,9 +92,9 @@ def test_a_problem_is_probed_once():
 # form the probe picks there. A fresh interpreter, since oneDNN reads the cap once.
 _SWEEP = """
 import onednn_graph as og
-from onednn_graph import _support
+from onednn_graph._impl import support as _support
 print(og.cpu_isa())
-for kind in og._attrs.KINDS:
+for kind in og._impl.attrs.KINDS:
     for dtype in ("f32", "bf16", "f16"):
         for change in ({}, dict(groups="depthwise"), dict(dilations=2, rank=3),
                        dict(output_padding=3, strides=2, pads_begin=0)):

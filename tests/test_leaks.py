@@ -29,7 +29,7 @@ import pytest
 
 import onednn_graph as og
 from conftest import UNDER_ASAN
-from onednn_graph import _compiled
+from onednn_graph._impl import compiled as _compiled
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs Linux /proc")
 

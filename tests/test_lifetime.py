@@ -78,7 +78,7 @@ o = build(); execute(o); o["self"] = o; o["cp"].__dict__ if hasattr(o["cp"], "__
     # The functional API's caches (compiled ops, engine, thread-local streams) are
     # torn down at interpreter exit, with results and compiled ops still referenced.
     "module-caches-at-exit": """
-from onednn_graph import _compiled
+from onednn_graph._impl import compiled as _compiled
 x = np.ones((1, 5, 2), np.float32)
 keep = [og.conv_transpose(x, np.ones((2, 3, 2), np.float32), strides=s) for s in (1, 2, 3)]
 keep.append(og.conv_transpose_backward_weights(x, keep[0], (2, 3, 2)))

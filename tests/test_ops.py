@@ -63,14 +63,14 @@ def problem(rng, op, dtype, data_format, case):
             pytest.skip("ConvolutionBackwardData: output_padding does not change the result "
                         "(dst_shape fixes the geometry); see test_cbd_ignores_output_padding")
         kw["weights_format"] = {"XOI": "XIO", "IOX": "OIX"}[kw["weights_format"]]
-        a = og._attrs.normalize(op, rank, **{k: v for k, v in kw.items()})
+        a = og._impl.attrs.normalize(op, rank, **{k: v for k, v in kw.items()})
         w = random(rng, shapes.weights_shape_for(a, c_in, c_out, kernel), dtype)
         dy_shape = shapes.plan("Convolution", [x_shape, w.shape],
                                **{k: v for k, v in kw.items() if k != "output_padding"}).output_shape
         dy = random(rng, dy_shape, dtype)
         return og.convolution_backward_data, R.convolution_backward_data, (dy, w), \
             dict(kw, dst_shape=x_shape), c_out // groups * np.prod(kernel)
-    a = og._attrs.normalize("ConvTranspose", rank, **kw)
+    a = og._impl.attrs.normalize("ConvTranspose", rank, **kw)
     w = random(rng, shapes.weights_shape_for(a, c_in, c_out, kernel), dtype)
     x = random(rng, x_shape, dtype)
     y_shape = shapes.output_shape("ConvTranspose", [x.shape, w.shape], **kw)

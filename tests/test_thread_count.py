@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import onednn_graph as og
-from onednn_graph import _core, _cost, _support
+from onednn_graph import _core
+from onednn_graph._impl import cost as _cost, support as _support
 from conftest import random
 
 pytestmark = pytest.mark.skipif(not _core.can_limit_threads(),

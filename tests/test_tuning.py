@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 import onednn_graph as og
-from onednn_graph import _call, _compiled, _lowering, _support, shapes
-from onednn_graph._call import crop
-from onednn_graph._dtypes import dtype_name
+from onednn_graph import shapes
+from onednn_graph._impl import (call as _call, compiled as _compiled, lowering as _lowering,
+                                support as _support)
+from onednn_graph._impl.call import crop
+from onednn_graph._impl.dtypes import dtype_name
 from conftest import random
 
 KINDS = ["ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",

@@ -30,15 +30,14 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
 
 from . import graph_json, padding, reference, shapes, torch_like
 from ._core import CompiledPartition, Engine, LogicalTensor, Stream
-from ._compiled import CacheInfo, cache_info, clear_cache, set_cache_capacity
-from ._graph import Graph, Op, Partition, Tensor
-from ._info import capabilities
-from ._tuning import set_tuning, tuning_enabled
-from ._version import cpu_isa, onednn_version
+from ._impl.compiled import CacheInfo, cache_info, clear_cache, set_cache_capacity
+from .graph import Graph, Op, Partition, Tensor
+from ._impl.info import capabilities
+from ._impl.tuning import set_tuning, tuning_enabled
+from ._impl.version import cpu_isa, onednn_version
 from .operation import Operation, compile_op
-from .ops import (conv_transpose, conv_transpose_backprop_filters,
-                  conv_transpose_backward_data, conv_transpose_backward_weights,
-                  convolution_backward_data)
+from .ops import (conv_transpose, conv_transpose_backprop_filters, conv_transpose_backward_data,
+                  conv_transpose_backward_weights, convolution_backward_data)
 from .graph_json import load_graph, save_graph
 from .reproducer import reproducer
 from .shapes import output_shape

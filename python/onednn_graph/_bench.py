@@ -39,7 +39,9 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from . import _as_f32, _call, _compiled, _core, _dtypes, _info, ops, shapes
+from . import _core, ops, shapes
+from ._impl import (as_f32 as _as_f32, call as _call, compiled as _compiled, dtypes as _dtypes,
+                    info as _info)
 from .operation import _FUNCTIONS, compile_op
 
 

@@ -20,7 +20,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, NoReturn, Optional, Sequence
 
-from . import _runner, graph_json, overrides
+from . import graph_json, overrides
+from ._impl import runner as _runner
 from .errors import Error, UnsupportedError
 
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
@@ -268,7 +269,7 @@ def _case_line(o: Outcome, mode: str) -> str:
 
 
 def cmd_info(ns: argparse.Namespace) -> int:
-    from . import _info
+    from ._impl import info as _info
     caps = _info.capabilities()
     print(json.dumps(caps, indent=2) if ns.json else _info.report(caps))
     return EXIT_PASS

@@ -27,7 +27,8 @@ import json
 import os
 from typing import Any, NoReturn, Union
 
-from . import _attrs, _core, _graph, _lowering
+from . import _core, graph as _graph
+from ._impl import attrs as _attrs, lowering as _lowering
 
 __all__ = ["load_graph", "save_graph", "to_json", "from_json", "FORMAT_VERSION"]
 

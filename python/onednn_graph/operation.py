@@ -19,7 +19,9 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from . import _arrays, _attrs, _call, _compiled, _dtypes, ops
+from . import ops
+from ._impl import (arrays as _arrays, attrs as _attrs, call as _call, compiled as _compiled,
+                    dtypes as _dtypes)
 
 __all__ = ["Operation", "compile_op"]
 

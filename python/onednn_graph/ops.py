@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
-from . import _attrs, _call
+from ._impl import attrs as _attrs, call as _call
 
 __all__ = [
     "conv_transpose",

@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-from . import _attrs, _core, _graph, shapes
+from . import _core, graph as _graph, shapes
+from ._impl import attrs as _attrs
 
 __all__ = ["InShape", "parse_in_shapes", "parse_op_attrs", "parse_dt", "apply",
            "dense_strides", "axis_order"]

@@ -76,7 +76,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-from . import _attrs, shapes
+from . import shapes
+from ._impl import attrs as _attrs
 
 __all__ = ["Pads", "from_onednn", "from_torch", "to_torch", "from_jax", "to_jax",
            "from_onnx", "to_onnx"]

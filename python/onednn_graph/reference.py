@@ -29,7 +29,8 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _arrays, shapes
+from . import shapes
+from ._impl import arrays as _arrays
 
 try:  # bfloat16 comes from ml_dtypes; without it only the other dtypes work
     import ml_dtypes

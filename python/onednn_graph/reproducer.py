@@ -20,8 +20,9 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from . import (_arrays, _as_f32, _attrs, _compiled, _core, _dtypes, _graph, _kernels, _lowering,
-               graph_json, shapes)
+from . import _core, graph as _graph, graph_json, shapes
+from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, compiled as _compiled,
+                    dtypes as _dtypes, kernels as _kernels, lowering as _lowering)
 
 __all__ = ["Reproducer", "reproducer", "benchdnn_command"]
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NoReturn, Optional, Sequence, Tuple
 
-from . import _attrs
+from ._impl import attrs as _attrs
 
 __all__ = [
     "KINDS",

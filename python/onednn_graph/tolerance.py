@@ -24,7 +24,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import _attrs, shapes
+from . import shapes
+from ._impl import attrs as _attrs
 
 __all__ = ["UNIT_ROUNDOFF", "accumulation_terms", "Comparison", "compare", "exact_range"]
 

@@ -20,7 +20,8 @@ from typing import Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
-from . import _arrays, _attrs, ops, padding as _padding
+from . import ops, padding as _padding
+from ._impl import arrays as _arrays, attrs as _attrs
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 

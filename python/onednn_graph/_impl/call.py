@@ -17,10 +17,12 @@ from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
-from . import (_arrays, _as_f32, _attrs, _compiled, _core, _cost, _kernels, _lowering, _tuning,
-               _unreached, reproducer, shapes)
-from ._dtypes import dtype_name
-from .errors import UnsupportedError
+from .. import _core, reproducer, shapes
+from . import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, compiled as _compiled,
+               cost as _cost, kernels as _kernels, lowering as _lowering, tuning as _tuning,
+               unreached as _unreached)
+from .dtypes import dtype_name
+from ..errors import UnsupportedError
 
 # tune=True also times each lowering on the other thread count below this many
 # FLOPs: around _cost.SMALL_FLOPS the two are close, and far above it one thread

@@ -22,8 +22,9 @@ import re
 from typing import Any, NamedTuple, Sequence
 
 
-from . import _core, _version, shapes
-from .errors import Error
+from .. import _core, shapes
+from . import version as _version
+from ..errors import Error
 
 #: The primitive the Graph API's dnnl backend builds for each op kind (3.2:
 #: graph/backend/dnnl/op_executable.cpp), and which of the op's tensors are the

@@ -14,7 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from . import _attrs, shapes
+from .. import shapes
+from . import attrs as _attrs
 
 
 @dataclass(frozen=True)

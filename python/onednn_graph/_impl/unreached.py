@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ._compiled import CompiledOp, private_copy
+from .compiled import CompiledOp, private_copy
 
 
 class Unreached:

@@ -55,7 +55,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import _attrs, shapes
+from .. import shapes
+from . import attrs as _attrs
 
 NATIVE_AUTO_PAD = {"none": "None", "same_upper": "SAME_UPPER",
                    "same_lower": "SAME_LOWER", "valid": "VALID"}

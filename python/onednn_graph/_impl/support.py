@@ -17,9 +17,10 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from . import (_as_f32, _attrs, _compiled, _core, _dtypes, _kernels, _lowering, ops, reference,
-               shapes, tolerance)
-from .errors import Error, UnsupportedError
+from .. import _core, ops, reference, shapes, tolerance
+from . import (as_f32 as _as_f32, attrs as _attrs, compiled as _compiled, dtypes as _dtypes,
+               kernels as _kernels, lowering as _lowering)
+from ..errors import Error, UnsupportedError
 
 _OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     _attrs.CONV_TRANSPOSE: (ops.conv_transpose, reference.conv_transpose),
@@ -195,7 +196,7 @@ def package(p: Problem) -> Outcome:
 
 def _through_graph(p: Problem) -> tuple[np.ndarray, str]:
     """The low-level path with the shape as the spec's s32 input tensor."""
-    from . import _graph  # the public Graph/Op layer sits above this module's users
+    from .. import graph as _graph  # the public Graph/Op layer sits above this module's users
 
     case = p.case
     dtype, n = case.dtype, len(p.args)

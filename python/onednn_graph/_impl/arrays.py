@@ -31,7 +31,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from . import _attrs, _dtypes
+from . import attrs as _attrs, dtypes as _dtypes
 
 _ACCEPTED = ("numpy.ndarray, a CPU torch.Tensor, or an object with __dlpack__, "
              "__array_interface__ or the buffer protocol")

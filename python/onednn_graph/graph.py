@@ -12,7 +12,9 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _arrays, _as_f32, _attrs, _core, _kernels, _lowering, _version, shapes
+from . import _core, shapes
+from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, kernels as _kernels,
+                    lowering as _lowering, version as _version)
 from .errors import Error, UnsupportedError
 
 _CONV_KINDS = _attrs.KINDS + (_attrs.LEGACY_BACKPROP_FILTERS,)

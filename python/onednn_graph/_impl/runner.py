@@ -18,9 +18,10 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _attrs, _compiled, _core, _cost, _dtypes, _graph, reference, shapes, tolerance
-from ._core import Tensor
-from .errors import UnsupportedError
+from .. import _core, graph as _graph, reference, shapes, tolerance
+from . import attrs as _attrs, compiled as _compiled, cost as _cost, dtypes as _dtypes
+from .._core import Tensor
+from ..errors import UnsupportedError
 
 REFERENCE = {
     _attrs.CONV_TRANSPOSE: reference.conv_transpose,

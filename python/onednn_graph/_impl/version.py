@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from . import _core
+from .. import _core
 
 
 class OneDNNVersion(NamedTuple):

@@ -23,8 +23,9 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from . import _arrays, _core, _dtypes
-from .errors import Error, UnsupportedError
+from .. import _core
+from . import arrays as _arrays, dtypes as _dtypes
+from ..errors import Error, UnsupportedError
 
 _engine: Any = None
 _local = threading.local()

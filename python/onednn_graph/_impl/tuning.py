@@ -18,7 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._compiled import CompiledOp
+from .compiled import CompiledOp
 
 # og.set_tuning(True): the functional API tunes each new problem too (like
 # torch.backends.cudnn.benchmark). Off by default: it multiplies a first call's

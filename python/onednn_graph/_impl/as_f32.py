@@ -22,9 +22,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import _compiled, _core, _dtypes
-from ._compiled import CompiledOp, private_copy
-from .errors import Error, UnsupportedError
+from .. import _core
+from . import compiled as _compiled, dtypes as _dtypes
+from .compiled import CompiledOp, private_copy
+from ..errors import Error, UnsupportedError
 
 #: The dtypes a chain widens to f32.
 LOW_PRECISION = ("bf16", "f16")

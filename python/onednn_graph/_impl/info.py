@@ -11,7 +11,8 @@ from typing import Any, Optional
 import ml_dtypes
 import numpy as np
 
-from . import _core, _kernels, _version
+from .. import _core
+from . import kernels as _kernels, version as _version
 
 
 def _threads() -> tuple[int, str]:
@@ -49,7 +50,7 @@ def _package_version() -> str:
 
 def _support() -> Optional[list[dict[str, Any]]]:
     try:
-        from . import _support
+        from . import support as _support
     except ImportError:  # pragma: no cover - only on a tree without the probe
         return None
     return _support.summary()
