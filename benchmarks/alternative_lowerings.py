@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from onednn_graph import _bench, reference, shapes, tolerance
-from onednn_graph._impl import attrs as _attrs, call as _call, lowering as _lowering
+from onednn_graph._impl import call as _call, lowering as _lowering, registry
 from onednn_graph._impl.dtypes import dtype_name
 
 KINDS = {"ConvTranspose": reference.conv_transpose,
@@ -60,7 +60,7 @@ def compiled(p: _bench.Problem, native: _lowering.NativeOp) -> Any:
 
 def within_bound(p: _bench.Problem, got: np.ndarray, dtype: str, terms: int) -> bool:
     kwargs = dict(p.kwargs)
-    shape = kwargs.pop(_attrs.SHAPE_ATTR.get(p.kind, ""), None)
+    shape = kwargs.pop(registry.SPECS[p.kind].shape_attr or "", None)
     args = list(p.arrays) + ([shape] if shape is not None else [])
     return tolerance.compare(got, KINDS[p.kind], args, kwargs, dtype, terms).ok
 

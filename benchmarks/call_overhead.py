@@ -28,12 +28,13 @@ N = 2000
 _CHILD = """
 import sys
 from onednn_graph import _bench
-from onednn_graph.operation import _FUNCTIONS, compile_op
+from onednn_graph.operation import compile_op
+from onednn_graph._impl import registry
 case = next(c for c in _bench.CASES if c.name == "tiny")
 p = _bench.problem(case, sys.argv[1], sys.argv[2], sys.argv[3])
 call = lambda: p.function(*p.arrays, **p.kwargs, out=p.out)
 if sys.argv[4] == "compiled":
-    op = compile_op(p.kind, **dict(zip(_FUNCTIONS[p.kind][1], p.arrays)), **p.kwargs)
+    op = compile_op(p.kind, **dict(zip(registry.input_names(p.kind), p.arrays)), **p.kwargs)
     call = lambda: op(*p.arrays, out=p.out)
 call()
 for _ in range(int(sys.argv[5])):

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import onednn_graph as og
-from onednn_graph._impl import attrs as _attrs, support as _support
+from onednn_graph._impl import attrs as _attrs, registry, support as _support
 
 DTYPES = ("f32", "bf16", "f16")
 RANKS = (1, 2, 3)
@@ -31,13 +31,13 @@ AUTO_PADS = _attrs.AUTO_PADS
 
 
 def cells(quick: bool):
-    for kind in _attrs.KINDS:
-        forms = ("attribute", "s32 input") if kind in _attrs.SHAPE_ATTR else ("attribute",)
+    for kind in registry.KINDS:
+        forms = ("attribute", "s32 input") if registry.SPECS[kind].shape_attr else ("attribute",)
         for groups, auto_pad, form in itertools.product(GROUPS, AUTO_PADS, forms):
             row = (kind, groups, auto_pad, form)
             for dtype, rank, df, wf in itertools.product(
                     DTYPES[:1] if quick else DTYPES, RANKS[1:2] if quick else RANKS,
-                    DATA_FORMATS, _attrs.WEIGHTS_FORMATS[kind]):
+                    DATA_FORMATS, registry.SPECS[kind].weights_formats):
                 yield row, (dtype, rank, df, wf), _support.Case(
                     kind, dtype=dtype, rank=rank, data_format=df, weights_format=wf,
                     groups=groups, auto_pad=auto_pad, shape_form=form)
@@ -129,13 +129,13 @@ def main() -> int:
     ]
     for r in _support.summary():
         lines.append(f"| {r['op']} | {r['feature']} | {r['literal']} | {r['package']} |")
-    for kind in _attrs.KINDS:
+    for kind in registry.KINDS:
         lines += ["", f"## {kind}", "", "| groups | auto_pad | shape | oneDNN as written | package |",
                   "|---|---|---|---|---|"]
         for (k, groups, auto_pad, form), found in rows.items():
             if k != kind:
                 continue
-            shape = form if kind in _attrs.SHAPE_ATTR else "—"
+            shape = form if registry.SPECS[kind].shape_attr else "—"
             lines.append(f"| {groups} | {auto_pad} | {shape} | {describe(found['literal'])} | "
                          f"{describe(found['package'])} |")
     with open(args.out, "w") as f:

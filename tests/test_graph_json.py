@@ -77,7 +77,7 @@ def test_writer_follows_onednns_reader():
     assert attrs["auto_pad"] == {"type": "string", "value": "None"}
     assert attrs["groups"] == {"type": "s64", "value": 1}
     assert attrs["output_padding"] == {"type": "s64[]", "value": [0, 0]}
-    assert list(doc["graph"][0]["inputs"][0]) == list(graph_json._LT_FIELDS)
+    assert list(doc["graph"][0]["inputs"][0]) == list(graph_json.LT_FIELDS)
 
 
 def test_unknown_shape_is_written_as_onednns_sentinel():

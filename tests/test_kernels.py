@@ -94,7 +94,7 @@ _SWEEP = """
 import onednn_graph as og
 from onednn_graph._impl import support as _support
 print(og.cpu_isa())
-for kind in og._impl.attrs.KINDS:
+for kind in og.shapes.KINDS:
     for dtype in ("f32", "bf16", "f16"):
         for change in ({}, dict(groups="depthwise"), dict(dilations=2, rank=3),
                        dict(output_padding=3, strides=2, pads_begin=0)):

@@ -15,6 +15,7 @@ import pytest
 import onednn_graph as og
 from onednn_graph import _core
 from onednn_graph._impl import cost as _cost, support as _support
+from onednn_graph._impl import registry
 from conftest import random
 
 pytestmark = pytest.mark.skipif(not _core.can_limit_threads(),
@@ -40,7 +41,7 @@ def test_both_thread_counts_compute_the_op(monkeypatch, small_flops, kind, geome
     s, pb, pe, d, op = geometry
     p = _support.problem(_support.Case(kind, dtype, data_format=data_format, strides=s,
                                        pads_begin=pb, pads_end=pe, dilations=d, output_padding=op))
-    inputs = dict(zip(og.operation._FUNCTIONS[kind][1], p.args))
+    inputs = dict(zip(registry.input_names(kind), p.args))
     compiled = og.compile_op(kind, **inputs, **p.kwargs)
     assert compiled.threads == (1 if small_flops else None)
     result = _support._check(p, compiled(*p.args))
@@ -89,7 +90,7 @@ def test_the_caller_can_fix_the_thread_count(rng):
     one, and tuning then varies only the lowering. Truth: the reference."""
     kind = "ConvTransposeBackwardData"
     p = _support.problem(_support.Case(kind, "f32", data_format="NXC", strides=2))
-    inputs = dict(zip(og.operation._FUNCTIONS[kind][1], p.args))
+    inputs = dict(zip(registry.input_names(kind), p.args))
     assert og.compile_op(kind, **inputs, **p.kwargs).threads == 1  # small: the package's choice
     op = og.compile_op(kind, threads=0, tune=True, **inputs, **p.kwargs)
     assert op.threads is None and not any("thread" in way for way in op.tuning)

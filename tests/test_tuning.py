@@ -18,6 +18,7 @@ from onednn_graph._impl import (call as _call, compiled as _compiled, lowering a
                                 support as _support)
 from onednn_graph._impl.call import crop
 from onednn_graph._impl.dtypes import dtype_name
+from onednn_graph._impl import registry
 from conftest import random
 
 KINDS = ["ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
@@ -74,7 +75,7 @@ def test_every_alternative_computes_the_op(kind, geometry, data_format, dtype):
 @pytest.mark.parametrize("kind", KINDS)
 def test_tune_keeps_the_fastest_and_computes_the_op(kind):
     p = _problem(kind, GEOMETRIES[1], "NXC", "f32")
-    inputs = dict(zip(og.operation._FUNCTIONS[kind][1], p.args))
+    inputs = dict(zip(registry.input_names(kind), p.args))
     op = og.compile_op(kind, tune=True, **inputs, **p.kwargs)
     # two lowerings, each on both thread counts: the problem is small (_cost.SMALL_FLOPS)
     assert op.tuning is not None and len(op.tuning) == (4 if og._core.can_limit_threads() else 2)
@@ -167,7 +168,7 @@ def test_the_default_formulation(kind, dtype, data_format, groups, runs_as, geom
     """The functional API and compile_op run the same formulation, say which, and
     compute the op (truth: the reference) in a plain, a folded and a cropped geometry."""
     p = _problem(kind, geometry, data_format, dtype, groups)
-    inputs = dict(zip(og.operation._FUNCTIONS[kind][1], p.args))
+    inputs = dict(zip(registry.input_names(kind), p.args))
     op = og.compile_op(kind, **inputs, **p.kwargs)
     assert op._prepared.op.kind == runs_as
     reason = f"(faster on oneDNN 3.2 for {dtype} NXC" + (" with groups > 1)" if groups != 1 else ")")
@@ -175,7 +176,7 @@ def test_the_default_formulation(kind, dtype, data_format, groups, runs_as, geom
     result = _support._check(p, op(*p.args))
     assert result.ok, str(result)
     og.clear_cache()
-    result = _support._check(p, og.operation._FUNCTIONS[kind][0](*p.args, **p.kwargs))
+    result = _support._check(p, getattr(og.ops, registry.function(kind))(*p.args, **p.kwargs))
     assert result.ok, str(result)
     [compiled] = _compiled.CACHE.ops()
     assert compiled.kind == runs_as

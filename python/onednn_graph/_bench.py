@@ -40,9 +40,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from . import _core, ops, shapes
-from ._impl import (as_f32 as _as_f32, call as _call, compiled as _compiled, dtypes as _dtypes,
+from ._impl import (registry, plan as _plan, attrs as _attrs, as_f32 as _as_f32, call as _call, compiled as _compiled, dtypes as _dtypes,
                     info as _info)
-from .operation import _FUNCTIONS, compile_op
+from .operation import compile_op
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +100,7 @@ def problem(c: Case, kind: str, dtype: str, fmt: str, seed: int = 0) -> Problem:
     attrs = dict(strides=c.s, pads_begin=c.p, pads_end=c.p, groups=c.groups, data_format=fmt)
     x_shape = shapes.data_shape_for(fmt, c.n, c.c_in, c.spatial)
     w_shape = shapes.weights_shape_for(
-        ops._attrs.normalize("ConvTranspose", nd, weights_format=ct_wf, groups=c.groups),
+        _attrs.normalize("ConvTranspose", nd, weights_format=ct_wf, groups=c.groups),
         c.c_in, c.c_out, (c.k,) * nd)
     y_shape = shapes.output_shape("ConvTranspose", [x_shape, w_shape], weights_format=ct_wf, **attrs)
 
@@ -172,7 +172,7 @@ def _torch_call(p: Problem, torch: Any) -> Callable[[], Any]:
 def floor_input(p: Problem) -> str:
     """What the C++ program reads first: `p`'s compiled op (the package's lowering
     and thread count), up to its "ready" line."""
-    prepared = _call.prepare(p.kind, ("a", "b"), p.arrays, p.kwargs)
+    prepared = _call.prepare(_plan.plan_call(p.kind, ("a", "b"), p.arrays, p.kwargs), p.arrays)
     op = prepared.op
     if isinstance(op, _as_f32.F32Chain):
         raise NotImplementedError(f"{op.reason}: it runs in f32 between TypeCasts, and the C++ "
@@ -291,7 +291,7 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
     """Best and median per-call seconds of each system over interleaved rounds,
     and both first calls."""
     # The functional API's input names, in order (a ConvTranspose here has no bias).
-    inputs: dict[str, Any] = dict(zip(_FUNCTIONS[p.kind][1], p.arrays))
+    inputs: dict[str, Any] = dict(zip(registry.input_names(p.kind), p.arrays))
     compiled_op = compile_op(p.kind, **inputs, **p.kwargs)
     systems: dict[str, Callable[[int], float]] = {
         "functional": lambda n: _timed(lambda: p.function(*p.arrays, **p.kwargs, out=p.out), n),

@@ -13,17 +13,10 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from . import _core, shapes
-from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, kernels as _kernels,
-                    lowering as _lowering, version as _version)
+from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs,
+                    json_format as _json_format, kernels as _kernels, lowering as _lowering,
+                    plan as _plan, registry as _registry, version as _version)
 from .errors import Error, UnsupportedError
-
-_CONV_KINDS = _attrs.KINDS + (_attrs.LEGACY_BACKPROP_FILTERS,)
-_INPUTS = {  # (minimum, maximum) number of inputs
-    _attrs.CONV_TRANSPOSE: (2, 3), _attrs.CONV_TRANSPOSE_BWD_DATA: (2, 2),
-    _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: (2, 3), _attrs.CONV_BWD_DATA: (2, 3),
-    _attrs.LEGACY_BACKPROP_FILTERS: (2, 3),
-}
-
 
 def _check_list(where: str, role: str, items: Any, cls: type) -> list[Any]:
     """`items` as a list, each a `cls`; a TypeError naming `role` otherwise."""
@@ -73,8 +66,9 @@ class Op:
         self.kind, self.name = kind, name
         self.inputs = _check_list(kind, "inputs", inputs, _core.LogicalTensor)
         self.outputs = _check_list(kind, "outputs", outputs, _core.LogicalTensor)
-        if kind in _CONV_KINDS:
-            lo, hi = _INPUTS[kind]
+        if kind in _registry.NAMES:
+            spec = _registry.spec(kind)  # an s32 shape input may follow the arrays
+            lo, hi = spec.required, len(spec.inputs) + (spec.shape_attr is not None)
             if not lo <= len(self.inputs) <= hi or len(self.outputs) != 1:
                 raise ValueError(f"{kind} takes {lo}..{hi} inputs and 1 output, got "
                                  f"{len(self.inputs)} and {len(self.outputs)}")
@@ -103,16 +97,16 @@ class _Native:
         kind, attrs = op.kind, op.attrs
         inputs, outputs = list(op.inputs), list(op.outputs)
         self.shape_input = None
-        if kind not in _CONV_KINDS:
+        self.shape_name: Optional[str] = None
+        self.shape_value: Optional[tuple[int, ...]] = None
+        if kind not in _registry.NAMES:
             self.op = _core.Op(op.id, kind, inputs, outputs, attrs, op.name)
             return
-        legacy = kind == _attrs.LEGACY_BACKPROP_FILTERS
-        if legacy:
-            filter_format = attrs.pop("filter_format", "XIO")
-            attrs = _attrs.from_legacy(dict(attrs, filter_format=filter_format))
-            kind = _attrs.CONV_TRANSPOSE_BWD_WEIGHTS
-        shape_name = _attrs.SHAPE_ATTR.get(kind)
-        if shape_name and len(inputs) == 3:
+        spec = _registry.spec(kind)
+        legacy = kind == _registry.LEGACY.kind
+        # The shape argument in the op's own terms (the legacy op's filter_shape).
+        shape_name = "filter_shape" if legacy else spec.shape_attr
+        if shape_name and len(inputs) == len(spec.inputs) + 1:
             # 3.2 cannot compile a partition with the shape input: its values
             # become the attribute (the input takes precedence, as the spec says).
             self.shape_input = inputs.pop()
@@ -123,18 +117,15 @@ class _Native:
         given = shape_values if shape_values is not None else (
             out.shape if wants_shape and _known(out) else None)
         if given is not None and shape_name is not None:
-            if legacy:
-                given = shapes.from_legacy_filter(filter_format, given)[1]
-                assert given is not None  # a shape in gives a shape out
             attrs[shape_name] = list(given)
-        if legacy:
-            out = self._legacy_output(out, filter_format)
-            outputs = [out]
+        # What the op is compiled with, in its own terms (execute() compares the input's values).
+        self.shape_name = shape_name
+        self.shape_value = tuple(attrs[shape_name]) if shape_name and shape_name in attrs else None
+        current, current_attrs, legacy_filter = shapes.current_form(kind, attrs)
+        if legacy_filter is not None:
+            outputs = [self._legacy_output(out, legacy_filter)]
         if all(_known(t) for t in inputs) and (not shape_name or shape_name in attrs):
-            shape_value = attrs.pop(shape_name, None) if shape_name else None
-            kw = dict(attrs, **({shape_name: shape_value} if shape_name else {}))
-            plan = shapes.plan(kind, [t.shape for t in inputs], **kw)
-            native = _lowering.lower(plan, [t.shape for t in inputs])
+            native = _plan.plan_call(kind, spec.inputs, inputs, attrs).native
             if native.unreached:
                 raise UnsupportedError(
                     f"{op.kind} op {op.id}: no kernel window reaches its output ({native.lowering}), "
@@ -151,20 +142,19 @@ class _Native:
                              "logical tensor with a known shape (the shape input's values are "
                              "only known when the partition executes)")
         else:
+            kind, shape_name = current, spec.shape_attr
             rank = inputs[0].ndim - 2
-            normalized = _attrs.normalize(kind, rank, **{k: v for k, v in attrs.items()
+            normalized = _attrs.normalize(kind, rank, **{k: v for k, v in current_attrs.items()
                                                          if k != shape_name})
-            if normalized.groups > 1 and kind == _attrs.CONV_BWD_DATA or any(normalized.output_padding):
+            if normalized.groups > 1 and kind == _registry.CONV_BWD_DATA or any(normalized.output_padding):
                 raise UnsupportedError(f"{op.kind} op {op.id}: oneDNN 3.2 cannot compile these "
                                        "attributes as they are, and lowering them needs the "
                                        "input shapes; give the logical tensors known shapes")
             native = _lowering.NativeOp(kind, dict(_lowering.spelled_natively(normalized), **(
-                {shape_name: attrs[shape_name]} if shape_name else {})), "native")
-            if kind != _attrs.CONV_TRANSPOSE:
+                {shape_name: current_attrs[shape_name]} if shape_name else {})), "native")
+            if kind != _registry.CONV_TRANSPOSE:
                 native.attrs.pop("output_padding", None)
         self.lowering = native.lowering
-        if native.kind == _attrs.CONV_TRANSPOSE and kind == _attrs.CONV_BWD_DATA:
-            native.attrs.pop("dst_shape", None)
         self.op = _core.Op(op.id, native.kind, inputs, outputs, native.attrs, op.name)
 
     @staticmethod
@@ -173,7 +163,7 @@ class _Native:
         if not _known(out) or out.strides is None:
             raise UnsupportedError("ConvTransposeBackpropFilters needs a strided output "
                                    "logical tensor of known shape")
-        weights_format = _attrs.LEGACY_FILTER_FORMATS[filter_format]
+        weights_format = _registry.LEGACY.formats[filter_format]
         perm = shapes.format_permutation(filter_format, weights_format, len(out.shape))
         return _core.LogicalTensor(out.id, out.dtype, [out.shape[p] for p in perm],
                                    [out.strides[p] for p in perm], "strided", out.property)
@@ -253,8 +243,7 @@ class Graph:
 
     def to_json(self) -> dict:
         """The graph in oneDNN's JSON format (see :func:`onednn_graph.graph_json.to_json`)."""
-        from . import graph_json  # graph_json builds Graphs: import it only when used
-        return graph_json.to_json(self)
+        return _json_format.to_json(self)
 
     def get_partitions(self, policy: str = "fusion") -> list["Partition"]:
         return [Partition(p, [n for n in self._ops if n.source.id in p.op_ids], self.fpmath_mode)
@@ -326,7 +315,7 @@ class CompiledPartition:
 
     def _output_for(self, lt: Any) -> Any:
         for n in self._partition._ops:
-            if n.source.kind == _attrs.LEGACY_BACKPROP_FILTERS and n.source.outputs[0].id == lt.id:
+            if n.source.kind == _registry.LEGACY.kind and n.source.outputs[0].id == lt.id:
                 return n.op.outputs[0]
         return lt
 
@@ -362,15 +351,14 @@ class CompiledPartition:
             values = np.asarray(t.numpy())
             if values.ndim != 1 or values.dtype != np.int32:
                 raise ValueError(f"the shape input (id {t.logical_tensor.id}) must be a 1-D int32 tensor")
-            shape_name = _attrs.SHAPE_ATTR.get(n.op.kind, "weights_shape")
-            _attrs.check_int_list(shape_name, [int(v) for v in values], 1)  # the spec's rule first
+            held = tuple(int(v) for v in values)
+            _attrs.check_int_list(n.shape_name or "shape", held, 1)  # the spec's rule first
             out = n.source.outputs[0]
-            if _known(out) and tuple(int(v) for v in values) != tuple(out.shape):
-                raise ValueError(f"the shape input (id {t.logical_tensor.id}) holds {tuple(int(v) for v in values)}, "
+            if _known(out) and held != tuple(out.shape):
+                raise ValueError(f"the shape input (id {t.logical_tensor.id}) holds {held}, "
                                  f"but op {n.source.id}'s output was compiled with shape {out.shape}")
-            compiled_with = n.op.attrs.get(shape_name)
-            if compiled_with is None or list(values) != list(compiled_with):
-                native = self._recompile(n, values)
+            if n.shape_value is None or held != n.shape_value:
+                native = self._recompile(n, held)
         outs = [self._tensor_for(t) for t in outputs]
         if isinstance(native, _as_f32.Chain):
             _run_chain(native, kept, outs)
@@ -405,7 +393,7 @@ def _needs_f32(op: Any) -> bool:
     """Whether this CPU's oneDNN lacks an optimized kernel for native op `op`
     (``_kernels``; only ops of known shapes are asked)."""
     tensors = op.inputs + op.outputs
-    if op.kind not in _kernels.PRIMITIVES or not all(_known(t) for t in tensors):
+    if op.kind not in _registry.SPECS or not all(_known(t) for t in tensors):
         return False
     return _kernels.needs_f32(op.kind, op.attrs, op.outputs[0].dtype,
                               [t.shape for t in op.inputs], op.outputs[0].shape)

@@ -27,22 +27,17 @@ import json
 import os
 from typing import Any, NoReturn, Union
 
+
 from . import _core, graph as _graph
-from ._impl import attrs as _attrs, lowering as _lowering
+from ._impl import registry as _registry
+from ._impl.json_format import (FORMAT_VERSION, LT_FIELDS, UNKNOWN_DIM, attr_types, document,
+                                known_kinds, op_json, to_json)
 
-__all__ = ["load_graph", "save_graph", "to_json", "from_json", "FORMAT_VERSION"]
+__all__ = ["load_graph", "save_graph", "to_json", "from_json", "document", "op_json",
+           "FORMAT_VERSION"]
 
-#: The version the writer puts in files: the format of oneDNN 3.2's own writer
-#: (input_ports/output_ports included), which every later reader accepts.
-FORMAT_VERSION = "3.2.0"
 # Format versions this reader knows: the Graph API preview (0.x) and oneDNN 3.x.
 _KNOWN_MAJORS = (0, 3)
-UNKNOWN_DIM = -(2**63)  # DNNL_GRAPH_UNKNOWN_DIM in oneDNN 3.x
-_ATTR_TYPES = {"s64": "s64", "s64 list": "s64[]", "f32": "f32", "f32 list": "f32[]",
-               "bool": "bool", "string": "string"}
-# Attributes of the legacy ConvTransposeBackpropFilters, unknown to oneDNN 3.2.
-_LEGACY_ATTR_TYPES = {"filter_format": "string", "filter_shape": "s64[]"}
-_LT_FIELDS = ("id", "dtype", "shape", "stride", "layout_type", "property_type")
 
 PathOrDict = Union[str, "os.PathLike[str]", dict]
 
@@ -85,10 +80,10 @@ class _Reader:
     def logical_tensor(self, obj: Any, field: str) -> Any:
         if not _is(obj, dict):
             self.fail(field, "expected an object")
-        extra = sorted(set(obj) - set(_LT_FIELDS))
+        extra = sorted(set(obj) - set(LT_FIELDS))
         if extra:
             self.fail(f"{field}.{extra[0]}", f"unknown field; a logical tensor has "
-                      f"{', '.join(_LT_FIELDS)}")
+                      f"{', '.join(LT_FIELDS)}")
         tid = self.get(obj, "id", field, int)
         dtype = self.get(obj, "dtype", field, str)
         shape = _dims(self.int_list(self.get(obj, "shape", field, list), f"{field}.shape"))
@@ -109,7 +104,7 @@ class _Reader:
     def attrs(self, kind: str, obj: Any, field: str, rank: int) -> dict[str, Any]:
         if not _is(obj, dict):
             self.fail(field, "expected an object of name: {type, value}")
-        known = _attr_types(kind)
+        known = attr_types(kind)
         out = {}
         for name, entry in obj.items():
             where = f"{field}.{name}"
@@ -124,7 +119,7 @@ class _Reader:
                           f"{known[name]!r}")
             if not _typed(declared, value):
                 self.fail(f"{where}.value", f"{json.dumps(value)[:60]} is not a {declared}")
-            if name == "output_padding" and kind in _graph._CONV_KINDS and rank >= 1 \
+            if name == "output_padding" and kind in _registry.NAMES and rank >= 1 \
                     and len(value) > rank:
                 # oneDNN dumps its DNNL_MAX_NDIMS-long default; only the first
                 # spatial-rank entries mean anything, the rest must be zeros.
@@ -139,7 +134,7 @@ class _Reader:
         if not _is(obj, dict):
             self.fail(field, "expected an object")
         kind = self.get(obj, "kind", field, str)
-        if kind not in _known_kinds():
+        if kind not in known_kinds():
             self.fail(f"{field}.kind", f"unknown op kind {kind!r}")
         oid = self.get(obj, "id", field, int)
         name = self.get(obj, "name", field, str, "")
@@ -180,19 +175,6 @@ def _dims(values: list[int]) -> Any:
     if values == [UNKNOWN_DIM]:
         return None
     return [-1 if v == UNKNOWN_DIM else v for v in values]
-
-
-def _known_kinds() -> set[str]:
-    return set(_core.op_kinds()) | {_attrs.LEGACY_BACKPROP_FILTERS}
-
-
-def _attr_types(kind: str) -> dict[str, str]:
-    """Attribute name -> JSON type for `kind` (the spec's schema for the package's ops)."""
-    native = {name: _ATTR_TYPES[t] for name, t in _core.attr_types().items()}
-    if kind in _graph._CONV_KINDS:
-        types = dict(native, **_LEGACY_ATTR_TYPES)
-        return {name: types[name] for name in _attrs.schema(kind)}
-    return native
 
 
 def from_json(doc: dict, source: str = "<dict>") -> _graph.Graph:
@@ -281,60 +263,6 @@ def load_graph(path_or_dict: PathOrDict) -> _graph.Graph:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{source}: not valid JSON: {exc}") from None
     return from_json(doc, source)
-
-
-def _lt_json(t: Any) -> dict[str, Any]:
-    shape = [UNKNOWN_DIM] if t.shape is None else [UNKNOWN_DIM if d < 0 else d for d in t.shape]
-    return {"id": t.id, "dtype": t.dtype, "shape": shape,
-            "stride": [UNKNOWN_DIM] if t.strides is None else list(t.strides),
-            "layout_type": t.layout, "property_type": t.property}
-
-
-def _attr_json(kind: str, name: str, value: Any, types: dict[str, str]) -> dict[str, Any]:
-    if name == "auto_pad":  # oneDNN's reader takes its own spelling; native ops have it already
-        value = _lowering.NATIVE_AUTO_PAD.get(value, value)
-    # "type" first: benchdnn's reader ignores an attribute whose first key is not "type".
-    return {"type": types[name], "value": list(value) if isinstance(value, tuple) else value}
-
-
-def op_json(op: Any) -> dict[str, Any]:
-    """One op (a package Op or a native ``_core.Op``) as a JSON object."""
-    types = _attr_types(op.kind)
-    return {"id": op.id, "name": op.name, "kind": op.kind,
-            "attrs": {n: _attr_json(op.kind, n, v, types) for n, v in op.attrs.items()},
-            "inputs": [_lt_json(t) for t in op.inputs],
-            "outputs": [_lt_json(t) for t in op.outputs]}
-
-
-def document(ops: list[Any], engine_kind: str = "cpu", fpmath_mode: str = "strict") -> dict:
-    """The JSON document of a list of ops, with ports computed as oneDNN does."""
-    produced = [t.id for op in ops for t in op.outputs]
-    consumed = [t.id for op in ops for t in op.inputs]
-    return {"version": FORMAT_VERSION, "engine_kind": engine_kind, "fpmath_mode": fpmath_mode,
-            "input_ports": list(dict.fromkeys(i for i in consumed if i not in produced)),
-            "output_ports": list(dict.fromkeys(i for i in produced if i not in consumed)),
-            "graph": [op_json(op) for op in ops]}
-
-
-def to_json(graph: _graph.Graph) -> dict:
-    """The graph as a JSON document (a dict; ``json.dumps`` it to get text).
-
-    Attributes are written in oneDNN's spelling, each ``type`` before its
-    ``value`` as oneDNN's reader requires; ``version`` is
-    :data:`FORMAT_VERSION`; the ports list the tensors no op produces
-    (inputs) and no op consumes (outputs).
-
-    >>> import onednn_graph as og
-    >>> x = og.LogicalTensor(0, "f32", (1, 1, 3))
-    >>> w = og.LogicalTensor(1, "f32", (1, 1, 2))
-    >>> g = og.Graph()
-    >>> g.add_op(og.Op(0, "ConvTranspose", [x, w], [og.LogicalTensor(2, "f32", (1, 1, 4))],
-    ...          {"strides": [1], "pads_begin": [0], "pads_end": [0], "dilations": [1],
-    ...           "auto_pad": "same_upper", "data_format": "NCX", "weights_format": "IOX"}))
-    >>> og.graph_json.to_json(g)["graph"][0]["attrs"]["auto_pad"]
-    {'type': 'string', 'value': 'SAME_UPPER'}
-    """
-    return document(graph.ops, graph.engine_kind, graph.fpmath_mode)
 
 
 def save_graph(graph: _graph.Graph, path: Union[str, "os.PathLike[str]"]) -> None:

@@ -21,25 +21,20 @@ import numpy as np
 
 from . import ops
 from ._impl import (arrays as _arrays, attrs as _attrs, call as _call, compiled as _compiled,
-                    dtypes as _dtypes)
+                    dtypes as _dtypes, plan as _plan, registry as _registry)
 
 __all__ = ["Operation", "compile_op"]
 
-# The functional API defines each op's inputs (in order) and keywords (with defaults).
-_FUNCTIONS: dict[str, tuple[Callable[..., Any], tuple[str, ...]]] = {
-    _attrs.CONV_TRANSPOSE: (ops.conv_transpose, ("src", "weights", "bias")),
-    _attrs.CONV_TRANSPOSE_BWD_DATA: (ops.conv_transpose_backward_data, ("diff_dst", "weights")),
-    _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: (ops.conv_transpose_backward_weights, ("src", "diff_dst")),
-    _attrs.CONV_BWD_DATA: (ops.convolution_backward_data, ("diff_dst", "weights")),
-    _attrs.LEGACY_BACKPROP_FILTERS: (ops.conv_transpose_backprop_filters,
-                                     ("input_forward", "output_delta")),
-}
+def _function(kind: str) -> Callable[..., Any]:
+    """`kind`'s function in the functional API, which defines its keywords and defaults."""
+    function: Callable[..., Any] = getattr(ops, _registry.function(kind))
+    return function
 
 
 def _keywords(kind: str, given: dict[str, Any]) -> dict[str, Any]:
     """The op's keywords with the functional API's defaults; unknown names are a TypeError."""
-    function, inputs = _FUNCTIONS[kind]
-    params = [p for name, p in inspect.signature(function).parameters.items()
+    inputs = _registry.input_names(kind)
+    params = [p for name, p in inspect.signature(_function(kind)).parameters.items()
               if name not in inputs and name != "out"]
     unknown = set(given) - {p.name for p in params}
     if unknown:
@@ -116,9 +111,9 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
     >>> op(x, w)[0, :, 0]
     array([2., 2., 2., 2., 2., 2.], dtype=float32)
     """
-    if kind not in _FUNCTIONS:
-        raise ValueError(f"compile_op: unknown op kind {kind!r}; expected one of {tuple(_FUNCTIONS)}")
-    names = _FUNCTIONS[kind][1]
+    if kind not in _registry.NAMES:
+        raise ValueError(f"compile_op: unknown op kind {kind!r}; expected one of {_registry.NAMES}")
+    names = _registry.input_names(kind)
     inputs = {n: arguments.pop(n) for n in names if arguments.get(n) is not None}
     attrs = _keywords(kind, arguments)
     missing = [n for n in names if n not in inputs and n != "bias"]
@@ -135,8 +130,8 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
     copied = tuple(not _is_shape(inputs[n]) and a is not inputs[n] for n, a in zip(names, arrays))
     if threads is not None and (type(threads) is not int or threads < 0):
         raise ValueError(f"compile_op: threads must be an int >= 0 (0: oneDNN's default), got {threads!r}")
-    prepared = _call.prepare(kind, names, arrays, attrs, constant=constant, copied=copied, tune=tune,
-                             threads=threads)
+    cp = _plan.plan_call(kind, names, arrays, attrs)
+    prepared = _call.prepare(cp, arrays, constant=constant, copied=copied, tune=tune, threads=threads)
     return Operation(kind, names, attrs, prepared, constant)
 
 

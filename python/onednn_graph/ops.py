@@ -1,6 +1,6 @@
 """The functional API: the four operations on NumPy arrays, run by oneDNN.
 
-Every call checks its arguments (``_attrs``, ``_arrays``, ``shapes``), picks
+Every call checks its arguments (``_impl.attrs``, ``_impl.arrays``, ``shapes``), picks
 what oneDNN 3.2 compiles for it (``_lowering``), takes the compiled op from the
 cache or compiles it (``_compiled``), and executes it on the caller's memory.
 """
@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
-from ._impl import attrs as _attrs, call as _call
+from ._impl import call as _call, registry as _registry
 
 __all__ = [
     "conv_transpose",
@@ -34,6 +34,8 @@ _CONV_KEYS = ("strides", "pads_begin", "pads_end", "dilations", "auto_pad", "out
 _CTBW_KEYS = _CONV_KEYS + ("weights_shape",)
 _CBD_KEYS = _CONV_KEYS + ("dst_shape",)
 _LEGACY_KEYS = _CONV_KEYS[:-1] + ("filter_format", "filter_shape")
+# Each op's array arguments, by its kind (_impl.registry).
+_INPUTS = {kind: _registry.input_names(kind) for kind in _registry.NAMES}
 
 
 def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 1,
@@ -72,9 +74,9 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     array([[[1., 1., 1., 1., 1., 1.]]], dtype=float32)
     """
     arrays = (src, weights) if bias is None else (src, weights, bias)
-    return _call.run(_attrs.CONV_TRANSPOSE, ("src", "weights", "bias"), arrays, out, _CONV_KEYS,
-                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
-                      data_format, weights_format))
+    return _call.run(_registry.CONV_TRANSPOSE, _INPUTS[_registry.CONV_TRANSPOSE], arrays, out,
+                     _CONV_KEYS, (strides, pads_begin, pads_end, dilations, auto_pad,
+                                  output_padding, groups, data_format, weights_format))
 
 
 def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatial = 1,
@@ -97,7 +99,8 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     >>> og.conv_transpose_backward_data(dy, w, strides=2, data_format="NCX", weights_format="IOX")
     array([[[2., 2., 2.]]], dtype=float32)
     """
-    return _call.run(_attrs.CONV_TRANSPOSE_BWD_DATA, ("diff_dst", "weights"), (diff_dst, weights),
+    return _call.run(_registry.CONV_TRANSPOSE_BWD_DATA, _INPUTS[_registry.CONV_TRANSPOSE_BWD_DATA],
+                     (diff_dst, weights),
                      out, _CONV_KEYS,
                      (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
                       data_format, weights_format))
@@ -125,7 +128,8 @@ def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any 
     ...                                    data_format="NCX", weights_format="IOX")
     array([[[3., 3.]]], dtype=float32)
     """
-    return _call.run(_attrs.CONV_TRANSPOSE_BWD_WEIGHTS, ("src", "diff_dst"), (src, diff_dst), out,
+    return _call.run(_registry.CONV_TRANSPOSE_BWD_WEIGHTS, _INPUTS[_registry.CONV_TRANSPOSE_BWD_WEIGHTS],
+                     (src, diff_dst), out,
                      _CTBW_KEYS,
                      (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
                       data_format, weights_format, weights_shape))
@@ -154,7 +158,7 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
     >>> og.convolution_backward_data(dy, w, (1, 1, 4), data_format="NCX", weights_format="OIX")
     array([[[1., 2., 2., 1.]]], dtype=float32)
     """
-    return _call.run(_attrs.CONV_BWD_DATA, ("diff_dst", "weights"), (diff_dst, weights), out,
+    return _call.run(_registry.CONV_BWD_DATA, _INPUTS[_registry.CONV_BWD_DATA], (diff_dst, weights), out,
                      _CBD_KEYS,
                      (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
                       data_format, weights_format, dst_shape))
@@ -183,7 +187,7 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
     ...                                    filter_format="OIX")
     array([[[3., 3.]]], dtype=float32)
     """
-    return _call.run(_attrs.LEGACY_BACKPROP_FILTERS, ("input_forward", "output_delta"),
+    return _call.run(_registry.LEGACY_BACKPROP_FILTERS, _INPUTS[_registry.LEGACY_BACKPROP_FILTERS],
                      (input_forward, output_delta), out, _LEGACY_KEYS,
                      (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
                       data_format, filter_format, filter_shape))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from . import _core, graph as _graph, shapes
-from ._impl import attrs as _attrs
+from ._impl import json_format as _json_format, registry as _registry
 
 __all__ = ["InShape", "parse_in_shapes", "parse_op_attrs", "parse_dt", "apply",
            "dense_strides", "axis_order"]
@@ -133,8 +133,7 @@ def parse_dt(text: str) -> Union[str, dict[int, str]]:
 
 def attr_value(kind: str, name: str, raw: str) -> Any:
     """An --op-attrs value as the attribute's type (from the op's schema)."""
-    from .graph_json import _attr_types  # graph_json imports the modules this one does
-    types = _attr_types(kind)
+    types = _json_format.attr_types(kind)
     where = f"--op-attrs {name}:{raw}"
     if name not in types:
         raise ValueError(f"{where}: {kind} has no attribute {name!r}; it takes "
@@ -202,12 +201,10 @@ def _input_lt(lt: Any, spec: Optional[InShape], dtype: str) -> Any:
 def _output_shape(op: _graph.Op, inputs: list[Any], attrs: dict[str, Any]) -> tuple[int, ...]:
     kind = op.kind
     kw = {k: v for k, v in attrs.items()}
-    shape_inputs = [t.shape for t in inputs]
-    if kind == _attrs.LEGACY_BACKPROP_FILTERS:
-        return shapes.output_shape(kind, shape_inputs[:2], **kw)
-    if kind in _attrs.SHAPE_ATTR and len(shape_inputs) == 3:
-        shape_inputs = shape_inputs[:2]  # the s32 shape input carries dst/weights shape
-        kw.setdefault(_attrs.SHAPE_ATTR[kind], op.outputs[0].shape)
+    spec = _registry.spec(kind)
+    shape_inputs = [t.shape for t in inputs][:len(spec.inputs)]  # an s32 shape input says the output's
+    if kind != _registry.LEGACY.kind and spec.shape_attr and len(inputs) > len(spec.inputs):
+        kw.setdefault(spec.shape_attr, op.outputs[0].shape)
     return shapes.output_shape(kind, shape_inputs, **kw)
 
 
@@ -253,7 +250,7 @@ def apply(graph: _graph.Graph, in_shapes: Optional[dict[int, InShape]] = None,
         outputs = []
         for i, t in enumerate(op.outputs):
             shape = t.shape
-            if op.kind in _graph._CONV_KINDS:
+            if op.kind in _registry.NAMES:
                 try:
                     shape = _output_shape(op, inputs, attrs)
                 except (TypeError, ValueError) as exc:

@@ -3,40 +3,29 @@ plus the ``benchdnn --graph`` command line that replays it.
 
 The oneDNN 3.2 wheels are built without ``ONEDNN_GRAPH_DUMP``, so the package
 writes the file itself (``graph_json``). A functional-API call is described,
-not executed: ``reproducer(og.conv_transpose, x, w, strides=2)`` runs the
-call's checks and lowering and stops before compiling, so a call that fails
-in oneDNN still gets its reproducer. Two documents come out: ``spec``, the
+not executed: ``reproducer(og.conv_transpose, x, w, strides=2)`` plans the
+call (its checks and lowering, ``_impl.plan``) and compiles nothing, so a call
+that fails in oneDNN still gets its reproducer. Two documents come out: ``spec``, the
 op as the user called it, and ``native``, what the package hands oneDNN 3.2
 after its lowerings (``_lowering.py``); they differ only for lowered calls.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
-import threading
 from dataclasses import dataclass
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _core, graph as _graph, graph_json, shapes
-from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, compiled as _compiled,
-                    dtypes as _dtypes, kernels as _kernels, lowering as _lowering)
+from . import _core, graph as _graph, graph_json, ops
+from ._impl import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, kernels as _kernels,
+                    plan as _plan, registry as _registry, unreached as _unreached)
+from .operation import Operation
 
 __all__ = ["Reproducer", "reproducer", "benchdnn_command"]
-
-_state = threading.local()
-# How many threads are inside reproducer() right now: the functional API's hot
-# path reads this one global and asks capturing() only when it is nonzero.
-_threads_capturing = 0
-_count_lock = threading.Lock()
-
-
-def capturing() -> bool:
-    """True while reproducer() describes a functional-API call on this thread."""
-    return _threads_capturing > 0 and getattr(_state, "active", False)
-
 
 @dataclass(frozen=True)
 class Reproducer:
@@ -88,30 +77,47 @@ def benchdnn_command(doc: dict, path: str) -> str:
     return " ".join(parts)
 
 
-def describe(kind: str, inputs: Sequence[np.ndarray], plan: shapes.Plan,
-             native: _lowering.NativeOp) -> Reproducer:
-    """The reproducer of one functional-API call (called by _call.prepare when capturing)."""
-    dtype = _dtypes.dtype_name(inputs[0].dtype)
+def describe(cp: _plan.CallPlan, inputs: Sequence[np.ndarray]) -> Reproducer:
+    """The reproducer of one planned functional-API call (``_plan.plan_call``) on `inputs`."""
+    kind, plan, way = cp.spec.kind, cp.plan, cp.way
+    dtype = cp.dtype_name
     lts = [_core.LogicalTensor(i, dtype, a.shape, _arrays.element_strides(a))
            for i, a in enumerate(inputs)]
     out_shape = plan.output_shape
     out = _core.LogicalTensor(len(inputs), dtype, out_shape,
                               _arrays.element_strides(np.empty(out_shape, np.int8)))
     attrs = plan.attrs.as_dict()
-    if kind != _attrs.CONV_TRANSPOSE and not any(attrs["output_padding"]):
+    if kind != _registry.CONV_TRANSPOSE and not any(attrs["output_padding"]):
         del attrs["output_padding"]  # oneDNN 3.2 refuses it on these ops; 0 is its meaning
-    if kind in _attrs.SHAPE_ATTR:
-        attrs[_attrs.SHAPE_ATTR[kind]] = list(out_shape)
+    if cp.spec.shape_attr:
+        attrs[cp.spec.shape_attr] = list(out_shape)
     spec = _graph.Op(0, kind, lts, [out], attrs, kind)
-    if native.unreached:  # the geometry fixes the result; oneDNN runs nothing (_unreached)
+    if way.unreached:  # the geometry fixes the result; oneDNN runs nothing (_impl.unreached)
         return Reproducer(graph_json.document([spec]), graph_json.document([spec]))
-    taken = [lts[i] for i in native.input_order] if native.input_order else lts
-    run = _core.Op(0, native.kind, taken, [out], native.attrs, native.kind)
-    if _kernels.needs_f32(native.kind, native.attrs, dtype, [t.shape for t in taken], out_shape):
-        # This CPU's oneDNN runs it in f32 between TypeCasts (_as_f32)
+    taken = [lts[i] for i in way.input_order] if way.input_order else lts
+    run = _core.Op(0, way.kind, taken, [out], way.attrs, way.kind)
+    if _kernels.needs_f32(way.kind, way.attrs, dtype, [t.shape for t in taken], out_shape):
+        # This CPU's oneDNN runs it in f32 between TypeCasts (_impl.as_f32)
         return Reproducer(graph_json.document([spec]),
                           graph_json.document(_as_f32.widen([run], lts, [out])))
     return Reproducer(graph_json.document([spec]), graph_json.document([run]))
+
+
+def _call_plan(function: Any, args: tuple, kwargs: dict) -> Optional[Reproducer]:
+    """The reproducer of ``function(*args, **kwargs)`` for a functional-API `function`,
+    planned as the call would be (checks and lowering included) and not run; None
+    for any other callable."""
+    kind = next((k for k in _registry.NAMES
+                 if getattr(ops, _registry.function(k)) is function), None)
+    if kind is None:
+        return None
+    bound = inspect.signature(function).bind(*args, **kwargs)
+    bound.apply_defaults()
+    given = bound.arguments
+    names = tuple(n for n in _registry.input_names(kind) if given[n] is not None)
+    inputs = [_arrays.as_input(n, given[n]) for n in names]
+    attrs = {k: v for k, v in given.items() if k not in _registry.input_names(kind) and k != "out"}
+    return describe(_plan.plan_call(kind, names, inputs, attrs), inputs)
 
 
 def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
@@ -144,30 +150,20 @@ def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
             raise TypeError("reproducer(graph) takes no further arguments")
         return Reproducer(target.to_json(), graph_json.document(
             [n.op for n in target._ops], target.engine_kind, target.fpmath_mode))
-    from .operation import Operation  # operation -> _call -> this module: import late
     if isinstance(target, Operation):  # og.compile_op(...)'s result
         target = target._prepared.op
+    if isinstance(target, _unreached.Unreached):
+        raise ValueError("reproducer: no kernel window reaches this op's output, so oneDNN runs "
+                         "nothing for it; give the functional-API call instead")
     if isinstance(target, (_compiled.CompiledOp, _as_f32.F32Chain)):
         if args or kwargs:
             raise TypeError("reproducer(compiled_op) takes no further arguments")
-        ops = target.graph_ops() if isinstance(target, _as_f32.F32Chain) else [
+        ops_ = target.graph_ops() if isinstance(target, _as_f32.F32Chain) else [
             _core.Op(0, target.kind, target.inputs, [target.output], target.attrs, target.kind)]
-        doc = graph_json.document(ops)
+        doc = graph_json.document(ops_)
         return Reproducer(doc, doc)
-    if not callable(target):
-        raise TypeError(f"reproducer takes a functional-API function, a Graph or a compiled "
-                        f"op, got {type(target).__name__}")
-    global _threads_capturing
-    with _count_lock:
-        _threads_capturing += 1
-    _state.active = True
-    try:
-        result = target(*args, **kwargs)
-    finally:
-        _state.active = False
-        with _count_lock:
-            _threads_capturing -= 1
-    if not isinstance(result, Reproducer):
-        raise TypeError(f"{getattr(target, '__name__', target)!r} is not a function of "
-                        "onednn_graph's functional API")
+    result = _call_plan(target, args, kwargs) if callable(target) else None
+    if result is None:
+        raise TypeError(f"reproducer takes a function of onednn_graph's functional API, a Graph, "
+                        f"an Operation or a compiled op, got {getattr(target, '__name__', target)!r}")
     return result

@@ -34,9 +34,9 @@ converting between them is the axis permutation :func:`format_permutation`, as
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NoReturn, Optional, Sequence, Tuple
+from typing import Any, Mapping, NoReturn, Optional, Sequence, Tuple
 
-from ._impl import attrs as _attrs
+from ._impl import attrs as _attrs, registry as _registry
 
 __all__ = [
     "KINDS",
@@ -51,6 +51,7 @@ __all__ = [
     "weights_channels",
     "weights_shape_for",
     "from_legacy_filter",
+    "current_form",
     "effective_kernel",
     "conv_out_size",
     "conv_transpose_out_size",
@@ -60,43 +61,16 @@ __all__ = [
     "output_shape",
     "infer_weights_shape",
     "infer_dst_shape",
+    "infer_output_shape",
 ]
 
 Shape = Tuple[int, ...]
 
-#: The four op kinds of the spec, in the names ``_attrs.normalize`` takes.
-KINDS = (
-    "ConvTranspose",
-    "ConvTransposeBackwardData",
-    "ConvTransposeBackwardWeights",
-    "ConvolutionBackwardData",
-)
+#: The four op kinds of the spec (``_impl.registry``).
+KINDS = _registry.KINDS
 #: Older name of ConvTransposeBackwardWeights (graph spec 0.x). It takes
 #: ``filter_format``/``filter_shape``. See :func:`from_legacy_filter`.
-LEGACY_KIND = "ConvTransposeBackpropFilters"
-
-# The op's inputs in spec order. "Convolution" is the forward convolution and
-# "ConvolutionBackwardWeights" its weights gradient. They are not among the
-# four kinds: the package runs some calls as them (_lowering.py), and the
-# reference and the graph driver check them.
-_INPUT_NAMES = {
-    "ConvTranspose": ("src", "weights", "bias"),
-    "ConvTransposeBackwardData": ("diff_dst", "weights"),
-    "ConvTransposeBackwardWeights": ("src", "diff_dst"),
-    "ConvolutionBackwardData": ("diff_dst", "weights"),
-    "Convolution": ("src", "weights"),
-    "ConvolutionBackwardWeights": ("src", "diff_dst"),
-}
-_MIN_INPUTS = {"ConvTranspose": 2}
-
-# Legacy ConvTransposeBackpropFilters filter_format -> current weights_format.
-# The letters keep their meaning (O = C_out/g, I = C_in): tag graph-v0.8 reads
-# get_weight_o(OIX) = dims[0] and sets dst channels to weight_o * groups
-# (src/interface/shape_infer.cpp, infer_convtranspose_output_shape), and its
-# backend permutes XIO to OIX letter by letter. So the old OIX = (C_out/g,
-# C_in, *K), and the old spec text (seed 002) agrees. That is the current
-# IOX with its two channel axes swapped, NOT the same memory.
-_LEGACY_FORMATS = {"OIX": "IOX", "XIO": "XOI"}
+LEGACY_KIND = _registry.LEGACY.kind
 
 
 def _fail(message: str) -> NoReturn:
@@ -170,10 +144,6 @@ def data_shape_for(data_format: str, n: int, c: int, spatial: Sequence[int]) -> 
     return (n, *spatial, c) if data_format == "NXC" else (n, c, *spatial)
 
 
-def _is_transpose_family(attrs: _attrs.ConvAttrs) -> bool:
-    return attrs.kind.startswith("ConvTranspose")
-
-
 def _weights_io(weights_format: str, shape: Sequence[int]) -> Tuple[int, int]:
     """Extents of the ``I`` and ``O`` axes (``get_weight_i``/``get_weight_o``)."""
     labels = axis_labels(weights_format, len(shape))
@@ -211,7 +181,7 @@ def weights_channels(attrs: _attrs.ConvAttrs, weights_shape: Sequence[int]) -> T
     """
     i, o = _weights_io(attrs.weights_format, weights_shape)
     g = attrs.groups
-    return (i, o * g) if _is_transpose_family(attrs) else (i * g, o)
+    return (i, o * g) if _registry.SPECS[attrs.kind].transposed else (i * g, o)
 
 
 def weights_shape_for(
@@ -232,7 +202,7 @@ def weights_shape_for(
     for name, c in (("c_in", c_in), ("c_out", c_out)):
         if c % g:
             _fail(f"groups ({g}) must divide {name} ({c})")
-    i, o = (c_in, c_out // g) if _is_transpose_family(attrs) else (c_in // g, c_out)
+    i, o = (c_in, c_out // g) if _registry.SPECS[attrs.kind].transposed else (c_in // g, c_out)
     extent = {"I": (i,), "O": (o,), "X": tuple(kernel)}
     return tuple(d for ch in attrs.weights_format for d in extent[ch])
 
@@ -244,15 +214,16 @@ def from_legacy_filter(
 
     Legacy ``OIX`` = ``(C_out/g, C_in, *K)`` maps to ``IOX``. Legacy ``XIO`` =
     ``(*K, C_in, C_out/g)`` maps to ``XOI``. The letters mean the same in both
-    (see ``_LEGACY_FORMATS``), so the shape is permuted letter by letter, and a
+    (``_impl.registry.LEGACY``), so the shape is permuted letter by letter, and a
     legacy filter is the current weights with the two channel axes swapped.
 
     >>> from_legacy_filter("OIX", (3, 4, 5))
     ('IOX', (4, 3, 5))
     """
-    if filter_format not in _LEGACY_FORMATS:
-        _fail(f"filter_format must be 'XIO' or 'OIX', got {filter_format!r}")
-    weights_format = _LEGACY_FORMATS[filter_format]
+    formats = _registry.LEGACY.formats
+    if filter_format not in formats:
+        _fail(f"filter_format must be {' or '.join(map(repr, formats))}, got {filter_format!r}")
+    weights_format = formats[filter_format]
     if filter_shape is None:
         return weights_format, None
     shape = tuple(filter_shape)
@@ -311,7 +282,7 @@ def _axis_pads(attrs: _attrs.ConvAttrs, axis: int, in_size: int, k: int,
     # diff_dst % s != 0 (e.g. after output_padding). The package resolves all
     # three as ConvTranspose does and passes explicit pads (_lowering.py), so
     # ConvTranspose and its gradients stay adjoint.
-    deconv = attrs.kind == "ConvTranspose" if native else _is_transpose_family(attrs)
+    deconv = attrs.kind == "ConvTranspose" if native else _registry.SPECS[attrs.kind].transposed
     if deconv:
         total = ek - s
     else:
@@ -416,16 +387,6 @@ def _as_shape(name: str, shape: Any, rank: Optional[int] = None) -> Shape:
     return dims
 
 
-def _normalize(kind: str, nsp: int, kw: dict) -> _attrs.ConvAttrs:
-    if kind in ("Convolution", "ConvolutionBackwardWeights"):
-        # The forward convolution and its weights gradient have the attributes
-        # of ConvolutionBackwardData (SET_CONV_COMMON_ATTRS in
-        # interface/op_schema.hpp) and its auto-pad rule.
-        attrs = _attrs.normalize("ConvolutionBackwardData", nsp, **kw)
-        return dataclasses.replace(attrs, kind=kind)
-    return _attrs.normalize(kind, nsp, **kw)
-
-
 def _check_groups(g: int, what: str, channels: int) -> None:
     if channels % g:
         _fail(f"groups ({g}) must divide {what} ({channels})")
@@ -496,22 +457,20 @@ def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Plan
     >>> p.output_shape, p.pads_begin
     ((1, 4, 6), (0,))
     """
-    if kind not in _INPUT_NAMES:
+    if kind not in _registry.SPECS:
         _fail(f"unknown op kind {kind!r}; expected one of {KINDS}")
-    names = _INPUT_NAMES[kind]
+    spec = _registry.SPECS[kind]
+    names = spec.inputs
     input_shapes = list(input_shapes)
-    if not _MIN_INPUTS.get(kind, len(names)) <= len(input_shapes) <= len(names):
+    if not spec.required <= len(input_shapes) <= len(names):
         _fail(f"{kind} takes inputs {names}, got {len(input_shapes)} shapes")
     first = _as_shape(names[0], input_shapes[0])
     rank = len(first)
     if rank < 3:
         _fail(f"{names[0]} {first} must have rank >= 3 (N, C and at least one spatial axis)")
     kw = dict(attrs)
-    out_attr = {"ConvTransposeBackwardWeights": "weights_shape",
-                "ConvolutionBackwardWeights": "weights_shape",
-                "ConvolutionBackwardData": "dst_shape"}.get(kind)
-    given_out = kw.pop(out_attr, None) if out_attr else None
-    a = _normalize(kind, rank - 2, kw)
+    given_out = kw.pop(spec.shape_attr, None) if spec.shape_attr else None
+    a = _attrs.normalize(kind, rank - 2, **kw)
     shapes = [first] + [
         _as_shape(n, s, 1 if n == "bias" else rank) for n, s in zip(names[1:], input_shapes[1:])
     ]
@@ -630,18 +589,37 @@ def output_shape(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any)
     ...              data_format="NCX", weights_format="IOX")
     (1, 1, 3)
     """
-    if kind == LEGACY_KIND:
-        kw = dict(attrs)
-        filter_format = kw.pop("filter_format", "XIO")
-        kw["weights_format"], ws = from_legacy_filter(filter_format, kw.pop("filter_shape", None))
-        if ws is not None:
-            kw["weights_shape"] = ws
-        result = plan("ConvTransposeBackwardWeights", input_shapes, **kw).output_shape
-        perm = format_permutation(kw["weights_format"], filter_format, len(result))
-        return tuple(result[p] for p in perm)
-    if kind not in KINDS:
+    if kind not in KINDS and kind != LEGACY_KIND:
         _fail(f"unknown op kind {kind!r}; expected one of {KINDS} or {LEGACY_KIND!r}")
-    return plan(kind, input_shapes, **attrs).output_shape
+    current, kw, filter_format = current_form(kind, attrs)
+    result = plan(current, input_shapes, **kw).output_shape
+    if filter_format is None:
+        return result
+    perm = format_permutation(kw["weights_format"], filter_format, len(result))
+    return tuple(result[p] for p in perm)
+
+
+def current_form(kind: str, attrs: Mapping[str, Any]) -> Tuple[str, dict, Optional[str]]:
+    """`kind` and `attrs` in the current op's terms, and the legacy filter_format
+    (None for every op but the legacy ConvTransposeBackpropFilters, which becomes
+    ConvTransposeBackwardWeights: attribute names, format and the filter_shape's
+    axes mapped by :func:`from_legacy_filter`).
+
+    >>> current_form("ConvTransposeBackpropFilters", {"filter_format": "OIX",
+    ...              "filter_shape": [3, 4, 5], "strides": [2]})
+    ('ConvTransposeBackwardWeights', {'strides': [2], 'weights_format': 'IOX', 'weights_shape': (4, 3, 5)}, 'OIX')
+    """
+    if kind != LEGACY_KIND:
+        return kind, dict(attrs), None
+    legacy = _registry.LEGACY
+    kw = dict(attrs)
+    filter_format = _attrs.check_choice("filter_format", kw.pop("filter_format", legacy.default_format),
+                                        tuple(legacy.formats))
+    shape = kw.pop("filter_shape", None)
+    kw["weights_format"], ws = from_legacy_filter(filter_format, shape)
+    if ws is not None:
+        kw["weights_shape"] = ws
+    return legacy.current, kw, filter_format
 
 
 def _unique(what: str, ax: int, candidates: Sequence[int], ask: str) -> int:
@@ -673,7 +651,7 @@ def infer_weights_shape(src_shape: Sequence[int], diff_dst_shape: Sequence[int],
     src = _as_shape("src", src_shape)
     rank = len(src)
     dd = _as_shape("diff_dst", diff_dst_shape, rank)
-    a = _normalize("ConvTransposeBackwardWeights", rank - 2, dict(attrs))
+    a = _attrs.normalize("ConvTransposeBackwardWeights", rank - 2, **attrs)
     fmt, ask = a.data_format, "pass weights_shape="
     kernel = []
     for ax, (x, y) in enumerate(zip(data_spatial(fmt, src), data_spatial(fmt, dd))):
@@ -706,7 +684,7 @@ def infer_dst_shape(diff_dst_shape: Sequence[int], weights_shape: Sequence[int],
     dd = _as_shape("diff_dst", diff_dst_shape)
     rank = len(dd)
     w = _as_shape("weights", weights_shape, rank)
-    a = _normalize("ConvolutionBackwardData", rank - 2, dict(attrs))
+    a = _attrs.normalize("ConvolutionBackwardData", rank - 2, **attrs)
     fmt, kernel = a.data_format, weights_spatial(a, w)
     spatial = []
     for ax, (y, k) in enumerate(zip(data_spatial(fmt, dd), kernel)):
@@ -720,3 +698,19 @@ def infer_dst_shape(diff_dst_shape: Sequence[int], weights_shape: Sequence[int],
     dst = data_shape_for(fmt, dd[0], c_in, spatial)
     plan("ConvolutionBackwardData", [dd, w], dst_shape=dst, **attrs)  # full check
     return dst
+
+
+def infer_output_shape(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Shape:
+    """The shape attribute of `kind` (``weights_shape`` of ConvTransposeBackwardWeights,
+    ``dst_shape`` of ConvolutionBackwardData) where the other arguments determine it:
+    :func:`infer_weights_shape`, :func:`infer_dst_shape`.
+
+    >>> infer_output_shape("ConvolutionBackwardData", [(1, 1, 4), (1, 1, 3)],
+    ...                    data_format="NCX", weights_format="OIX")
+    (1, 1, 6)
+    """
+    if kind == "ConvTransposeBackwardWeights":
+        return infer_weights_shape(input_shapes[0], input_shapes[1], **attrs)
+    if kind == "ConvolutionBackwardData":
+        return infer_dst_shape(input_shapes[0], input_shapes[1], **attrs)
+    _fail(f"{kind} has no shape attribute to infer")

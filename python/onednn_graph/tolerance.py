@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import shapes
-from ._impl import attrs as _attrs
+from ._impl import registry as _registry
 
 __all__ = ["UNIT_ROUNDOFF", "accumulation_terms", "Comparison", "compare", "exact_range"]
 
@@ -34,19 +34,16 @@ F32_EXACT_INTEGERS = 2**24  # every integer up to this is an f32
 
 
 def accumulation_terms(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> int:
-    """An upper bound on the number of products summed into one output element."""
+    """An upper bound on the number of products summed into one output element
+    (the op's ``terms`` rule in ``_impl.registry``)."""
     a = plan.attrs
-    kernel = int(np.prod(plan.kernel))
-    first = input_shapes[0]
-    if a.kind == _attrs.CONV_TRANSPOSE:  # over C_in/g channels and the taps, + bias
-        return shapes.data_channels(a.data_format, first) // a.groups * kernel + 1
-    # Over the first input's channels: diff_dst's, or src's for the forward
-    # Convolution a dilated ConvTransposeBackwardData runs as.
-    if a.kind in (_attrs.CONV_TRANSPOSE_BWD_DATA, _attrs.CONV_BWD_DATA, "Convolution"):
-        return shapes.data_channels(a.data_format, first) // a.groups * kernel
-    # Backward weights: over the batch and every diff_dst position.
-    diff_dst = input_shapes[1]
-    return diff_dst[0] * int(np.prod(shapes.data_spatial(a.data_format, diff_dst)))
+    rule = _registry.SPECS[a.kind].terms
+    if rule == "positions":  # backward weights: over the batch and every diff_dst position
+        diff_dst = input_shapes[1]
+        return diff_dst[0] * int(np.prod(shapes.data_spatial(a.data_format, diff_dst)))
+    # Over input 0's channels in a group and the kernel taps (+ ConvTranspose's bias).
+    channels = shapes.data_channels(a.data_format, input_shapes[0]) // a.groups
+    return channels * int(np.prod(plan.kernel)) + (rule == "channels+bias")
 
 
 class Comparison:

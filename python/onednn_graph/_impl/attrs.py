@@ -1,4 +1,4 @@
-"""Attribute schema of the four operations, checking and normalization.
+"""Attribute checking and normalization of the convolution-family ops.
 
 Names and values are the specification's (``auto_pad`` in lower case, formats
 as ``NXC``/``XOI``...). What the linked oneDNN is handed instead (its own
@@ -14,34 +14,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-CONV_TRANSPOSE = "ConvTranspose"
-CONV_TRANSPOSE_BWD_DATA = "ConvTransposeBackwardData"
-CONV_TRANSPOSE_BWD_WEIGHTS = "ConvTransposeBackwardWeights"
-CONV_BWD_DATA = "ConvolutionBackwardData"
-# The earlier specification's name of ConvTransposeBackwardWeights (seed 002).
-LEGACY_BACKPROP_FILTERS = "ConvTransposeBackpropFilters"
-
-KINDS = (CONV_TRANSPOSE, CONV_TRANSPOSE_BWD_DATA, CONV_TRANSPOSE_BWD_WEIGHTS, CONV_BWD_DATA)
+from . import registry as _registry
 
 AUTO_PADS = ("none", "same_upper", "same_lower", "valid")
 DATA_FORMATS = ("NXC", "NCX")
-# The library's weights formats (seed README): the ConvTranspose family takes
-# XOI (default) and IOX, ConvolutionBackwardData XIO (default) and OIX.
-WEIGHTS_FORMATS = {
-    CONV_TRANSPOSE: ("XOI", "IOX"),
-    CONV_TRANSPOSE_BWD_DATA: ("XOI", "IOX"),
-    CONV_TRANSPOSE_BWD_WEIGHTS: ("XOI", "IOX"),
-    CONV_BWD_DATA: ("XIO", "OIX"),
-}
-# ConvTransposeBackpropFilters' OIX is (C_out/g, C_in, *K) and XIO is
-# (*K, C_in, C_out/g): the current IOX / XOI with the two channel axes swapped
-# (graph-v0.8 reads O = dims[0]); shapes.from_legacy_filter maps the shapes.
-LEGACY_FILTER_FORMATS = {"OIX": "IOX", "XIO": "XOI"}
-LEGACY_ATTR_NAMES = {"filter_format": "weights_format", "filter_shape": "weights_shape"}
 
 SPATIAL_LISTS = ("strides", "pads_begin", "pads_end", "dilations", "output_padding")
 REQUIRED = ("strides", "pads_begin", "pads_end", "dilations")
-SHAPE_ATTR = {CONV_TRANSPOSE_BWD_WEIGHTS: "weights_shape", CONV_BWD_DATA: "dst_shape"}
 
 
 @dataclass(frozen=True)
@@ -69,18 +48,13 @@ class ConvAttrs:
                 for name, v in self.__dict__.items() if name != "kind"}
 
 
-def canonical_kind(kind: str) -> str:
-    """The op kind, with the legacy name mapped to ConvTransposeBackwardWeights."""
-    return CONV_TRANSPOSE_BWD_WEIGHTS if kind == LEGACY_BACKPROP_FILTERS else kind
-
-
 def schema(kind: str) -> tuple[str, ...]:
-    """The attribute names the specification lists for `kind`."""
+    """The attribute names the specification lists for `kind` (or its legacy name)."""
     names: tuple[str, ...] = SPATIAL_LISTS + ("auto_pad", "groups", "data_format")
-    if kind == LEGACY_BACKPROP_FILTERS:
-        return names + ("filter_format", "filter_shape")
-    names += ("weights_format",)
-    return names + ((SHAPE_ATTR[kind],) if kind in SHAPE_ATTR else ())
+    if kind == _registry.LEGACY.kind:
+        return names + tuple(_registry.LEGACY.attr_names)
+    shape_attr = _registry.spec(kind).shape_attr
+    return names + ("weights_format",) + ((shape_attr,) if shape_attr else ())
 
 
 def _type_name(value: Any) -> str:
@@ -156,12 +130,12 @@ def normalize(kind: str, spatial_rank: int, *, strides: Any = 1, pads_begin: Any
     ``weights_format`` defaults to the op's default (XOI, or XIO for
     ConvolutionBackwardData).
     """
-    if kind not in WEIGHTS_FORMATS:
-        raise ValueError(f"unknown op kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if kind not in _registry.SPECS:
+        raise ValueError(f"unknown op kind {kind!r}; expected one of {', '.join(_registry.KINDS)}")
     values = dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end,
                   dilations=dilations, output_padding=output_padding)
     lists = {name: _spatial(name, v, spatial_rank, _MINIMUM[name]) for name, v in values.items()}
-    formats = WEIGHTS_FORMATS[kind]
+    formats = _registry.SPECS[kind].weights_formats
     return ConvAttrs(
         kind=kind, **lists,
         auto_pad=check_choice("auto_pad", auto_pad, AUTO_PADS, fold_case=True),
@@ -204,9 +178,9 @@ def check_op_attrs(kind: str, attrs: Mapping[str, Any] | None,
         "groups": lambda v: check_int("groups", v, 1),
         "data_format": lambda v: check_choice("data_format", v, DATA_FORMATS),
         "weights_format": lambda v: check_choice("weights_format", v,
-                                                 WEIGHTS_FORMATS.get(kind, ())),
+                                                 _registry.spec(kind).weights_formats),
         "filter_format": lambda v: check_choice("filter_format", v,
-                                                tuple(LEGACY_FILTER_FORMATS)),
+                                                tuple(_registry.LEGACY.formats)),
     }
     for name, value in attrs.items():
         if name in checks:
@@ -217,10 +191,12 @@ def check_op_attrs(kind: str, attrs: Mapping[str, Any] | None,
 
 
 def from_legacy(attrs: Mapping[str, Any]) -> dict[str, Any]:
-    """ConvTransposeBackpropFilters attributes -> ConvTransposeBackwardWeights ones."""
+    """ConvTransposeBackpropFilters attributes -> ConvTransposeBackwardWeights ones
+    (names and format; the filter shape's axes: shapes.from_legacy_filter)."""
+    legacy = _registry.LEGACY
     out = {}
     for name, value in attrs.items():
         if name == "filter_format":
-            value = LEGACY_FILTER_FORMATS[value]
-        out[LEGACY_ATTR_NAMES.get(name, name)] = value
+            value = legacy.formats[value]
+        out[legacy.attr_names.get(name, name)] = value
     return out

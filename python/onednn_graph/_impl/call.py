@@ -17,9 +17,9 @@ from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
-from .. import _core, reproducer, shapes
-from . import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, compiled as _compiled,
-               cost as _cost, kernels as _kernels, lowering as _lowering, tuning as _tuning,
+from .. import _core, shapes
+from . import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, cost as _cost,
+               kernels as _kernels, lowering as _lowering, plan as _plan, tuning as _tuning,
                unreached as _unreached)
 from .dtypes import dtype_name
 from ..errors import UnsupportedError
@@ -98,73 +98,25 @@ def crop(array: np.ndarray, data_format: str, amounts: Sequence[tuple[int, int]]
     return array[tuple(index)]
 
 
-def _shape_arg(name: str, value: Any) -> Optional[tuple[int, ...]]:
-    """weights_shape / dst_shape / filter_shape: a sequence of ints or the spec's 1-D s32 tensor."""
-    if value is None:
-        return None
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "iu":
-            raise TypeError(f"{name} as an array must be int32 (the spec's s32 input), "
-                            f"got {value.dtype}")
-        if value.ndim != 1:
-            raise ValueError(f"{name} must be one-dimensional, got shape {value.shape}")
-    return _attrs.check_int_list(name, value, 1)
-
-
-def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs: dict[str, Any],
-            out_meta: Optional[tuple] = None,
+def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional[tuple] = None,
             constant: Optional[int] = None,
             copied: Optional[tuple[bool, ...]] = None,
             tune: bool = False, threads: Optional[int] = None) -> Prepared:
-    """Check, infer, lower and compile one call; `inputs` come from ``_arrays.as_input``.
+    """Build the planned call `cp` (``_plan.plan_call``) for `inputs` (from
+    ``_arrays.as_input``): compile it, and with `tune` time its formulations.
 
-    `attrs` are the public keywords, the shape argument included (None when
-    it is to be inferred). `out_meta` is the (shape, element strides) of a
-    caller's `out`, None for a fresh C-contiguous result. `constant` is the
-    position of an input to compile in as constant (its data is copied).
-    `copied` says which of the caller's arrays ``_arrays.as_input`` had to copy
-    (a repeated call copies those again); by default, those `inputs` oneDNN
-    cannot describe. With `tune`, every lowering of the problem is compiled
-    and timed (on the given inputs and a result array of its own), and the
-    fastest is kept. `threads` fixes the OpenMP thread count (0: oneDNN's
-    default); by default ``_cost.threads`` chooses, and tuning tries both.
+    `out_meta` is the (shape, element strides) of a caller's `out`, None for a
+    fresh C-contiguous result. `constant` is the position of an input to
+    compile in as constant (its data is copied). `copied` says which of the
+    caller's arrays ``_arrays.as_input`` had to copy (a repeated call copies
+    those again); by default, those `inputs` oneDNN cannot describe. With
+    `tune`, every lowering of the problem is compiled and timed (on the given
+    inputs and a result array of its own), and the fastest is kept. `threads`
+    fixes the OpenMP thread count (0: oneDNN's default); by default
+    ``_cost.threads`` chooses, and tuning tries both.
     """
-    dtypes = {a.dtype for a in inputs}
-    if len(dtypes) != 1:
-        listing = ", ".join(f"{n}: {a.dtype}" for n, a in zip(names, inputs))
-        raise TypeError(f"{kind}: all tensors must share one dtype, got {listing}")
-    dtype = inputs[0].dtype
-    attrs = dict(attrs)
-    out_perm = None
-    legacy_filter = None
-    if kind == _attrs.LEGACY_BACKPROP_FILTERS:
-        legacy_filter = _attrs.check_choice("filter_format", attrs.pop("filter_format"),
-                                            tuple(_attrs.LEGACY_FILTER_FORMATS))
-        weights_format, ws = shapes.from_legacy_filter(
-            legacy_filter, _shape_arg("filter_shape", attrs.pop("filter_shape")))
-        attrs["weights_format"], attrs["weights_shape"] = weights_format, ws
-        kind = _attrs.CONV_TRANSPOSE_BWD_WEIGHTS
-    shape_name = _attrs.SHAPE_ATTR.get(kind)
-    if shape_name:
-        given = _shape_arg(shape_name, attrs[shape_name])
-        if given is None:
-            infer = shapes.infer_weights_shape if kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS \
-                else shapes.infer_dst_shape
-            given = infer(inputs[0].shape, inputs[1].shape,
-                          **{k: v for k, v in attrs.items() if k != shape_name})
-        attrs[shape_name] = given
-    input_shapes = [a.shape for a in inputs]
-    plan = shapes.plan(kind, input_shapes, **attrs)
-    native = _lowering.lower(plan, input_shapes)
-    way = _lowering.preferred(plan, input_shapes, native, dtype_name(dtype))
-    if reproducer.capturing():  # og.reproducer(fn, ...): describe the call, compile nothing
-        return reproducer.describe(kind, inputs, plan, way)  # type: ignore[return-value]
-    output_shape = tuple(plan.output_shape)
-    result_shape = output_shape
-    if legacy_filter is not None:
-        to_legacy = shapes.format_permutation(attrs["weights_format"], legacy_filter, len(output_shape))
-        result_shape = tuple(output_shape[p] for p in to_legacy)
-        out_perm = shapes.format_permutation(legacy_filter, attrs["weights_format"], len(output_shape))
+    kind, dtype, plan, input_shapes = cp.kind, cp.dtype, cp.plan, cp.input_shapes
+    native, way, result_shape, out_perm = cp.native, cp.way, cp.result_shape, cp.out_perm
     if copied is None:
         copied = tuple(not _arrays.describable(a) for a in inputs)
     copy_inputs = copied
@@ -189,7 +141,7 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
         target = target.transpose(out_perm)
     crop_input = None
     if way.crop:  # every formulation of a problem has the same crop
-        index = _lowering.geometry_tensor(kind)
+        index = _lowering.geometry_tensor(cp.spec.kind)
         if index >= 0:
             crop_input = index
             arrays[index] = crop(arrays[index], plan.attrs.data_format, way.crop)
@@ -213,7 +165,7 @@ def prepare(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray], attrs
         try:
             op = _compile(native, dtype_name(dtype), arrays, target, constants, threads)
         except UnsupportedError as exc:
-            if native.kind == kind:
+            if native.kind == cp.spec.kind:
                 raise
             # Name the op the caller asked for, not only the one it was lowered to.
             raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
@@ -326,9 +278,6 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
     included). Returns a new NumPy array, or the caller's own `out` object (an
     ndarray, a torch tensor, ...) written in place.
     """
-    if reproducer._threads_capturing and reproducer.capturing():  # prepare() describes, compiles nothing
-        return prepare(kind, names, [_arrays.as_input(n, a) for n, a in zip(names, arrays)],
-                       dict(zip(keys, values)))
     # A cached call that can run on the caller's arrays as they are: one native
     # call finds and runs it (its key is the call_signature below).
     result = _compiled.CACHE.call(_compiled.stream(), kind, arrays, out, values)
@@ -357,8 +306,8 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
                 out_meta = _compiled.meta(view)
         # as_input returns the caller's own array unless it had to copy it.
         copied = tuple(i is not a for i, a in zip(inputs, arrays))
-        prepared = prepare(kind, names, inputs, dict(zip(keys, values)), out_meta, copied=copied,
-                           tune=_tuning.tuning_enabled())
+        cp = _plan.plan_call(kind, names, inputs, dict(zip(keys, values)))
+        prepared = prepare(cp, inputs, out_meta, copied=copied, tune=_tuning.tuning_enabled())
         if key is not None:
             _compiled.CACHE.store(key, prepared, prepared.op.compile_seconds, prepared.direct)
     elif prepared.any_copy:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from .. import shapes
-from . import attrs as _attrs
+from . import registry as _registry
 
 
 @dataclass(frozen=True)
@@ -46,15 +46,8 @@ def problem(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> Problem
     240
     """
     a = plan.attrs
-    first, out = tuple(input_shapes[0]), tuple(plan.output_shape)
-    src, dst = {
-        _attrs.CONV_TRANSPOSE: (first, out),
-        _attrs.CONV_TRANSPOSE_BWD_DATA: (out, first),
-        _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: (first, tuple(input_shapes[1]) if len(input_shapes) > 1 else ()),
-        _attrs.CONV_BWD_DATA: (first, out),
-        "Convolution": (out, first),  # the forward convolution is ConvTranspose's adjoint
-        "ConvolutionBackwardWeights": (tuple(input_shapes[1]), first),  # conv's diff_dst is its src
-    }[a.kind]
+    tensors = [tuple(s) for s in input_shapes] + [tuple(plan.output_shape)]
+    src, dst = (tensors[i] for i in _registry.SPECS[a.kind].equivalent)
     fmt = a.data_format
     return Problem(src[0], shapes.data_channels(fmt, src), shapes.data_channels(fmt, dst),
                    a.groups, tuple(plan.kernel), tuple(shapes.data_spatial(fmt, src)))

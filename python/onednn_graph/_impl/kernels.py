@@ -23,20 +23,8 @@ from typing import Any, NamedTuple, Sequence
 
 
 from .. import _core, shapes
-from . import version as _version
+from . import registry as _registry, version as _version
 from ..errors import Error
-
-#: The primitive the Graph API's dnnl backend builds for each op kind (3.2:
-#: graph/backend/dnnl/op_executable.cpp), and which of the op's tensors are the
-#: primitive's (src, weights, dst): input positions, or -1 for the output.
-PRIMITIVES: dict[str, tuple[str, tuple[int, int, int]]] = {
-    "ConvTranspose": ("deconvolution_forward", (0, 1, -1)),
-    "ConvTransposeBackwardData": ("deconvolution_backward_data", (-1, 1, 0)),
-    "ConvTransposeBackwardWeights": ("deconvolution_backward_weights", (0, -1, 1)),
-    "Convolution": ("convolution_forward", (0, 1, -1)),
-    "ConvolutionBackwardData": ("convolution_backward_data", (-1, 1, 0)),
-    "ConvolutionBackwardWeights": ("convolution_backward_weights", (0, -1, 1)),
-}
 
 #: The dtypes whose kernels depend on the CPU. f32 has optimized kernels on
 #: every instruction set oneDNN dispatches to (SSE4.1 up) and is never probed.
@@ -93,7 +81,8 @@ def problem(kind: str, attrs: dict[str, Any], input_shapes: Sequence[Sequence[in
     """The primitive problem oneDNN builds for op `kind` with `attrs` (as handed to
     oneDNN) on inputs of `input_shapes` (the op's order) and its output: the
     arguments of ``_core.primitive_impl`` after the primitive and the dtype."""
-    primitive, (si, wi, di) = PRIMITIVES[kind]
+    spec = _registry.SPECS[kind]
+    primitive, (si, wi, di) = spec.primitive, spec.primitive_tensors
     tensors = list(input_shapes) + [output_shape]
     fmt, wfmt, g = attrs["data_format"], attrs["weights_format"], int(attrs.get("groups", 1))
     src, dst, w = (_canonical(fmt, tensors[si]), _canonical(fmt, tensors[di]), tensors[wi])
@@ -117,17 +106,17 @@ def _probe(primitive: str, dtype: str, key: tuple[tuple[int, ...], ...]) -> Kern
 
 def for_op(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],
            output_shape: Sequence[int]) -> Kernel:
-    """The kernel oneDNN has on this CPU for op `kind` (one of ``PRIMITIVES``,
+    """The kernel oneDNN has on this CPU for op `kind` (of ``_impl.registry``,
     as handed to oneDNN) in `dtype`; see :func:`problem` for the arguments."""
     args = problem(kind, attrs, input_shapes, output_shape)
-    return _probe(PRIMITIVES[kind][0], dtype, tuple(tuple(int(v) for v in a) for a in args))
+    return _probe(_registry.SPECS[kind].primitive, dtype, tuple(tuple(int(v) for v in a) for a in args))
 
 
 def probed(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],
            output_shape: Sequence[int]) -> Kernel | None:
     """The kernel of a bf16/f16 op of a kind the probe knows (``for_op``), else None:
     f32 and other kinds are not asked."""
-    if dtype not in LOW_PRECISION or kind not in PRIMITIVES:
+    if dtype not in LOW_PRECISION or kind not in _registry.SPECS:
         return None
     return for_op(kind, attrs, dtype, input_shapes, output_shape)
 

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .. import shapes
-from . import attrs as _attrs
+from . import attrs as _attrs, registry as _registry
 
 NATIVE_AUTO_PAD = {"none": "None", "same_upper": "SAME_UPPER",
                    "same_lower": "SAME_LOWER", "valid": "VALID"}
@@ -100,8 +100,9 @@ def geometry_tensor(kind: str) -> int:
     """The tensor a crop applies to, the one of ConvTranspose's output geometry: the
     output (-1: dst, or ConvolutionBackwardData's diff_src) or the input index of
     diff_dst."""
-    return {_attrs.CONV_TRANSPOSE: -1, _attrs.CONV_TRANSPOSE_BWD_DATA: 0,
-            _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: 1, _attrs.CONV_BWD_DATA: -1}[kind]
+    index = _registry.SPECS[kind].crop_tensor
+    assert index is not None, kind  # the spec's ops have one
+    return index
 
 
 def cropped(shape: Sequence[int], data_format: str,
@@ -130,7 +131,7 @@ def _pads_and_crop(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]
     primitives take).
     """
     a = plan.attrs
-    folds = a.kind != _attrs.CONV_BWD_DATA and not native_output_padding(plan)
+    folds = a.kind != _registry.CONV_BWD_DATA and not native_output_padding(plan)
     ends = tuple(pe - op for pe, op in zip(plan.pads_end, a.output_padding)) if folds else plan.pads_end
     lead = tuple(max(0, -pb) for pb in plan.pads_begin)
     trail = tuple(max(0, -pe) for pe in ends)
@@ -149,7 +150,7 @@ def native_output_padding(plan: shapes.Plan) -> bool:
     """Whether ConvTranspose's output_padding goes to oneDNN 3.2 as it is: below the
     stride, with pads >= 0 (its backend lets the primitive absorb it)."""
     a = plan.attrs
-    return a.kind == _attrs.CONV_TRANSPOSE and all(
+    return a.kind == _registry.CONV_TRANSPOSE and all(
         op < s for op, s in zip(a.output_padding, a.strides)) and min(
         plan.pads_begin + plan.pads_end, default=0) >= 0
 
@@ -160,10 +161,10 @@ def lower(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> NativeOp:
     kind = a.kind
     pads_begin, pads_end, crop, unreached = _pads_and_crop(plan, input_shapes)
     if unreached:
-        what = "the bias" if kind == _attrs.CONV_TRANSPOSE and len(input_shapes) > 2 else "zeros"
+        what = "the bias" if kind == _registry.CONV_TRANSPOSE and len(input_shapes) > 2 else "zeros"
         return NativeOp(kind, {}, f"no kernel window reaches the output: it is {what}",
                         crop, unreached=True)
-    if kind == _attrs.CONV_BWD_DATA:
+    if kind == _registry.CONV_BWD_DATA:
         if a.groups > 1:
             return _cbd_as_conv_transpose(plan, input_shapes, pads_begin, pads_end, crop,
                                           "groups > 1")
@@ -174,21 +175,22 @@ def lower(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> NativeOp:
         del attrs["output_padding"]
         attrs["dst_shape"] = list(plan.output_shape)
         return NativeOp(kind, attrs, "native")
-    if kind == _attrs.CONV_TRANSPOSE_BWD_DATA and any(d > 1 for d in a.dilations):
+    if kind == _registry.CONV_TRANSPOSE_BWD_DATA and any(d > 1 for d in a.dilations):
         return _ctbd_as_convolution(plan, pads_begin, pads_end, crop, "dilations > 1")
     needs_fold = any(a.output_padding) and not native_output_padding(plan)
-    extra = {"weights_shape": list(plan.output_shape)} if kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS else {}
+    shape_attr = _registry.SPECS[kind].shape_attr  # weights_shape of the backward weights
+    extra = {shape_attr: list(plan.output_shape)} if shape_attr else {}
     if crop:
         fold = "output_padding folded into pads_end, " if any(a.output_padding) else ""
         return NativeOp(kind, _explicit(plan, pads_begin, pads_end, **extra), fold + ON_A_VIEW, crop)
-    if kind != _attrs.CONV_TRANSPOSE and a.auto_pad != "none":
+    if kind != _registry.CONV_TRANSPOSE and a.auto_pad != "none":
         return NativeOp(kind, _explicit(plan, pads_begin, pads_end, **extra),
                         "auto_pad resolved as ConvTranspose does")
     if needs_fold:
         return NativeOp(kind, _explicit(plan, pads_begin, pads_end, **extra),
                         "output_padding folded into pads_end")
     attrs = spelled_natively(a)
-    if kind != _attrs.CONV_TRANSPOSE:
+    if kind != _registry.CONV_TRANSPOSE:
         del attrs["output_padding"]
     attrs.update(extra)
     return NativeOp(kind, attrs, "native")
@@ -210,7 +212,7 @@ def _cbd_as_conv_transpose(plan: shapes.Plan, input_shapes: Sequence[Sequence[in
         for s, d, k, pb, pe, y, x in zip(a.strides, a.dilations, plan.kernel,
                                          pads_begin, pads_end, in_spatial, out_spatial))
     lowering = f"ConvTranspose over the same weights ({why})" + (f", {ON_A_VIEW}" if crop else "")
-    return NativeOp(_attrs.CONV_TRANSPOSE, _explicit(
+    return NativeOp(_registry.CONV_TRANSPOSE, _explicit(
         plan, pads_begin, pads_end, weights_format=CONV_AS_TRANSPOSE_FORMAT[a.weights_format],
         output_padding=list(slack)), lowering, crop)
 
@@ -238,7 +240,7 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     a = plan.attrs
     if chosen.unreached:
         return []  # nothing to compute
-    if a.kind == _attrs.CONV_TRANSPOSE and chosen.kind == a.kind and a.groups == 1 \
+    if a.kind == _registry.CONV_TRANSPOSE and chosen.kind == a.kind and a.groups == 1 \
             and len(input_shapes) == 2 and not chosen.crop:
         # ConvTranspose(x, W) is the backward data of Convolution over the same
         # weights memory; 3.2 compiles that for groups = 1 (see the module
@@ -246,11 +248,11 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
         # Without a crop, the pads are >= 0 and output_padding < stride: the
         # convolution's floor takes it (dst_shape says the size).
         pads_begin, pads_end, _, _ = _pads_and_crop(plan, input_shapes)
-        return [NativeOp(_attrs.CONV_BWD_DATA, _explicit(
+        return [NativeOp(_registry.CONV_BWD_DATA, _explicit(
             plan, pads_begin, pads_end, weights_format=TRANSPOSE_AS_CONV_FORMAT[a.weights_format],
             dst_shape=list(plan.output_shape)),
             f"ConvolutionBackwardData over the same weights ({why})")]
-    if a.kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS and chosen.kind == a.kind:
+    if a.kind == _registry.CONV_TRANSPOSE_BWD_WEIGHTS and chosen.kind == a.kind:
         # ConvTranspose(x, W) is the backward data of Convolution(y, W) over the
         # same weights memory (IOX read as OIX, XOI as XIO), so their weight
         # gradients are one: conv's src is diff_dst, its diff_dst is src.
@@ -258,11 +260,11 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
         return [NativeOp("ConvolutionBackwardWeights", attrs,
                          f"ConvolutionBackwardWeights of diff_dst and src ({why})",
                          chosen.crop, input_order=(1, 0))]
-    if a.kind == _attrs.CONV_TRANSPOSE_BWD_DATA and chosen.kind == a.kind:
+    if a.kind == _registry.CONV_TRANSPOSE_BWD_DATA and chosen.kind == a.kind:
         # lower() hands this op explicit pads (auto_pad "None"), folded and cropped.
         pads_begin, pads_end, _, _ = _pads_and_crop(plan, input_shapes)
         return [_ctbd_as_convolution(plan, pads_begin, pads_end, chosen.crop, why)]
-    if a.kind == _attrs.CONV_BWD_DATA and chosen.kind == a.kind:
+    if a.kind == _registry.CONV_BWD_DATA and chosen.kind == a.kind:
         pads_begin, pads_end, _, _ = _pads_and_crop(plan, input_shapes)
         return [_cbd_as_conv_transpose(plan, input_shapes, pads_begin, pads_end, chosen.crop, why)]
     return []
@@ -291,8 +293,8 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     a = plan.attrs
     if chosen.kind != a.kind or a.data_format != "NXC" or chosen.unreached:
         return chosen  # already rewritten so that 3.2 compiles it; or channels-first
-    if (a.kind == _attrs.CONV_TRANSPOSE_BWD_WEIGHTS and dtype == "f32") or \
-            (a.kind == _attrs.CONV_TRANSPOSE_BWD_DATA and a.groups > 1 and dtype != "f16"):
+    if (a.kind == _registry.CONV_TRANSPOSE_BWD_WEIGHTS and dtype == "f32") or \
+            (a.kind == _registry.CONV_TRANSPOSE_BWD_DATA and a.groups > 1 and dtype != "f16"):
         why = f"faster on oneDNN 3.2 for {dtype} NXC" + (" with groups > 1" if a.groups > 1 else "")
         return alternatives(plan, input_shapes, chosen, why)[0]
     return chosen

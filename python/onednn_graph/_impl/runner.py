@@ -19,20 +19,18 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _core, graph as _graph, reference, shapes, tolerance
-from . import attrs as _attrs, compiled as _compiled, cost as _cost, dtypes as _dtypes
+from . import compiled as _compiled, cost as _cost, dtypes as _dtypes, registry as _registry
 from .._core import Tensor
 from ..errors import UnsupportedError
 
-REFERENCE = {
-    _attrs.CONV_TRANSPOSE: reference.conv_transpose,
-    _attrs.CONV_TRANSPOSE_BWD_DATA: reference.conv_transpose_backward_data,
-    _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: reference.conv_transpose_backward_weights,
-    _attrs.CONV_BWD_DATA: reference.convolution_backward_data,
-    _attrs.LEGACY_BACKPROP_FILTERS: reference.conv_transpose_backprop_filters,
-    # What some ConvTransposeBackwardData and ConvTransposeBackwardWeights calls run as.
-    "Convolution": reference.convolution,
-    "ConvolutionBackwardWeights": reference.convolution_backward_weights,
-}
+#: The op kinds the driver checks: those the reference covers (the spec's ops, the
+#: legacy name, and the convolution ops some calls run as).
+CHECKED = tuple(_registry.SPECS) + (_registry.LEGACY.kind,)
+
+
+def reference_of(kind: str) -> Any:
+    """`kind`'s first-principles reference (``onednn_graph.reference``)."""
+    return getattr(reference, _registry.function(kind))
 
 
 @dataclass
@@ -76,19 +74,14 @@ class _Call:
 def _call(op: _graph.Op) -> _Call:
     kind, attrs = op.kind, op.attrs
     ids = [t.id for t in op.inputs]
-    shape_attr = "filter_shape" if kind == _attrs.LEGACY_BACKPROP_FILTERS else _attrs.SHAPE_ATTR.get(kind)
+    spec = _registry.spec(kind)
+    shape_attr = "filter_shape" if kind == _registry.LEGACY.kind else spec.shape_attr
     if shape_attr:
-        ids = ids[:2]  # an s32 shape input gives what the output shape already says
+        ids = ids[:len(spec.inputs)]  # an s32 shape input gives what the output shape already says
         attrs.setdefault(shape_attr, list(op.outputs[0].shape))
     in_shapes = [tuple(t.shape) for t in op.inputs[:len(ids)]]
-    plan_kind, plan_kw = kind, dict(attrs)
-    if kind == _attrs.LEGACY_BACKPROP_FILTERS:
-        fmt = plan_kw.pop("filter_format", "XIO")
-        plan_kw["weights_format"], plan_kw["weights_shape"] = shapes.from_legacy_filter(
-            fmt, plan_kw.pop("filter_shape"))
-        plan_kind = _attrs.CONV_TRANSPOSE_BWD_WEIGHTS
-    return _Call(REFERENCE[kind], ids, attrs, shapes.plan(plan_kind, in_shapes, **plan_kw),
-                 in_shapes)
+    current, kw, _ = shapes.current_form(kind, attrs)
+    return _Call(reference_of(kind), ids, attrs, shapes.plan(current, in_shapes, **kw), in_shapes)
 
 
 def strided_array(lt: Any, fill: float = 0.0) -> np.ndarray:
@@ -103,9 +96,9 @@ def strided_array(lt: Any, fill: float = 0.0) -> np.ndarray:
 def check_runnable(graph: _graph.Graph) -> None:
     """ValueError unless every op is one the driver can check, with known shapes."""
     for op in graph.ops:
-        if op.kind not in REFERENCE:
+        if op.kind not in CHECKED:
             raise ValueError(f"op {op.id} is a {op.kind}; the driver runs graphs of "
-                             f"{', '.join(REFERENCE)} (the ops the reference covers)")
+                             f"{', '.join(CHECKED)} (the ops the reference covers)")
         for t in op.inputs + op.outputs:
             if t.shape is None or any(d < 0 for d in t.shape) or t.strides is None:
                 raise ValueError(f"op {op.id}: tensor {t.id} needs a known shape and strides "

@@ -19,17 +19,16 @@ import numpy as np
 
 from .. import _core, ops, reference, shapes, tolerance
 from . import (as_f32 as _as_f32, attrs as _attrs, compiled as _compiled, dtypes as _dtypes,
-               kernels as _kernels, lowering as _lowering)
+               kernels as _kernels, lowering as _lowering, registry as _registry)
 from ..errors import Error, UnsupportedError
 
-_OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
-    _attrs.CONV_TRANSPOSE: (ops.conv_transpose, reference.conv_transpose),
-    _attrs.CONV_TRANSPOSE_BWD_DATA: (ops.conv_transpose_backward_data,
-                                     reference.conv_transpose_backward_data),
-    _attrs.CONV_TRANSPOSE_BWD_WEIGHTS: (ops.conv_transpose_backward_weights,
-                                        reference.conv_transpose_backward_weights),
-    _attrs.CONV_BWD_DATA: (ops.convolution_backward_data, reference.convolution_backward_data),
-}
+def _function(kind: str) -> Callable[..., Any]:
+    """`kind`'s function in the functional API."""
+    return getattr(ops, _registry.function(kind))
+
+
+def _reference(kind: str) -> Callable[..., Any]:
+    return getattr(reference, _registry.function(kind))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +91,7 @@ def problem(case: Case, seed: int = 0) -> Problem:
     def rand(shape: tuple[int, ...]) -> np.ndarray:
         return rng.uniform(-1, 1, size=shape).astype(numpy_dtype)
 
-    if case.kind == _attrs.CONV_BWD_DATA:
+    if case.kind == _registry.CONV_BWD_DATA:
         conv_kw = {k: v for k, v in kw.items() if k != "output_padding"}
         dy_shape = shapes.plan("Convolution", [x_shape, w_shape], **conv_kw).output_shape
         kw["dst_shape"] = x_shape
@@ -100,10 +99,10 @@ def problem(case: Case, seed: int = 0) -> Problem:
         args = [rand(dy_shape), rand(w_shape)]
     else:
         ct_kw = dict(kw, weights_format=attrs.weights_format)
-        y_shape = shapes.output_shape(_attrs.CONV_TRANSPOSE, [x_shape, w_shape], **ct_kw)
-        if case.kind == _attrs.CONV_TRANSPOSE:
+        y_shape = shapes.output_shape(_registry.CONV_TRANSPOSE, [x_shape, w_shape], **ct_kw)
+        if case.kind == _registry.CONV_TRANSPOSE:
             args = [rand(x_shape), rand(w_shape)] + ([rand((c_out,))] if case.bias else [])
-        elif case.kind == _attrs.CONV_TRANSPOSE_BWD_DATA:
+        elif case.kind == _registry.CONV_TRANSPOSE_BWD_DATA:
             args = [rand(y_shape), rand(w_shape)]
         else:
             kw["weights_shape"] = w_shape
@@ -114,16 +113,16 @@ def problem(case: Case, seed: int = 0) -> Problem:
                    tolerance.accumulation_terms(plan, shapes_in))
 
 
-def _reference(p: Problem) -> tuple[Any, list[np.ndarray], dict[str, Any]]:
-    ref_fn = _OPS[p.case.kind][1]
+def _reference_call(p: Problem) -> tuple[Any, list[np.ndarray], dict[str, Any]]:
+    ref_fn = _reference(p.case.kind)
     kw = dict(p.kwargs)
-    shape_arg = kw.pop(_attrs.SHAPE_ATTR.get(p.case.kind, ""), None)
+    shape_arg = kw.pop(_registry.spec(p.case.kind).shape_attr or "", None)
     args = p.args + ([shape_arg] if shape_arg is not None else [])
     return ref_fn, args, kw
 
 
 def _check(p: Problem, got: np.ndarray) -> tolerance.Comparison:
-    ref_fn, args, kw = _reference(p)
+    ref_fn, args, kw = _reference_call(p)
     return tolerance.compare(got, ref_fn, args, kw, p.case.dtype, p.terms)
 
 
@@ -135,7 +134,7 @@ def literal(p: Problem) -> Outcome:
     attrs["auto_pad"] = _lowering.NATIVE_AUTO_PAD[plan.attrs.auto_pad]
     if not any(plan.attrs.output_padding):  # optional: only written when used
         del attrs["output_padding"]
-    shape_name = _attrs.SHAPE_ATTR.get(case.kind)
+    shape_name = _registry.spec(case.kind).shape_attr
     if shape_name and case.shape_form == "attribute":
         attrs[shape_name] = list(p.kwargs[shape_name])
     dtype = case.dtype
@@ -182,7 +181,7 @@ def package(p: Problem) -> Outcome:
             plan = shapes.plan(case.kind, [a.shape for a in p.args], **p.kwargs)
             how = _lowering.lower(plan, [a.shape for a in p.args]).lowering
             _compiled.CACHE.clear()  # so that the call compiles, and the cache holds its op
-            got = _OPS[case.kind][0](*p.args, **p.kwargs)
+            got = _function(case.kind)(*p.args, **p.kwargs)
             [op] = _compiled.CACHE.ops()
             if isinstance(op, _as_f32.F32Chain) and op.needed:  # not when only faster
                 how = ("" if how == "native" else f"{how}; ") + _NO_KERNEL
@@ -201,7 +200,9 @@ def _through_graph(p: Problem) -> tuple[np.ndarray, str]:
     case = p.case
     dtype, n = case.dtype, len(p.args)
     kw = dict(p.kwargs)
-    shape_value = kw.pop(_attrs.SHAPE_ATTR[case.kind])
+    shape_name = _registry.spec(case.kind).shape_attr
+    assert shape_name is not None  # only ops with a shape attribute take it as an input
+    shape_value = kw.pop(shape_name)
     attrs = _attrs.normalize(case.kind, case.rank, **kw).as_dict()
     inputs = [_core.LogicalTensor(i, dtype, a.shape) for i, a in enumerate(p.args)]
     inputs.append(_core.LogicalTensor(n, "s32", [len(shape_value)]))
@@ -243,9 +244,9 @@ FEATURES: dict[str, dict[str, Any]] = {
 def summary() -> list[dict[str, Any]]:
     """Per op and feature: what oneDNN does with it literally and what the package does."""
     rows = []
-    for kind in _attrs.KINDS:
+    for kind in _registry.KINDS:
         for feature, change in FEATURES.items():
-            if change.get("shape_form") and kind not in _attrs.SHAPE_ATTR:
+            if change.get("shape_form") and not _registry.spec(kind).shape_attr:
                 continue
             p = problem(Case(kind, **change))
             lit, pkg = literal(p), package(p)

@@ -1,0 +1,152 @@
+"""The op registry: everything the package knows per op kind, in one table.
+
+Each entry (``OpSpec``) holds what would otherwise be restated wherever an op
+is named: its inputs, the attribute that gives its output shape, its weights
+formats, the names of its functions (``onednn_graph.ops`` and
+``onednn_graph.reference`` spell it the same), which of its tensors oneDNN's
+primitives and the equivalent ConvTranspose see, how many products one output
+sums, and where a view without unreached positions applies. The rest of the
+package asks this table instead of branching on kind strings; adding an op or
+an attribute starts here.
+
+The table holds the spec's four ops, the older name of ConvTransposeBackwardWeights
+(``ConvTransposeBackpropFilters``, whose attributes ``LEGACY`` maps onto it),
+and the two convolution ops the package runs some calls as (``Convolution``,
+``ConvolutionBackwardWeights``: ``spec`` False). This module is data only: it
+imports nothing of the package, so every layer may read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+#: A tensor of an op: an input position, or ``OUTPUT``.
+OUTPUT = -1
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One op kind and everything the package knows about it."""
+
+    kind: str
+    #: The name of its function in ``onednn_graph.ops`` and ``onednn_graph.reference``.
+    function: str
+    #: The functional API's array arguments, in the op's input order.
+    inputs: tuple[str, ...]
+    #: How many of `inputs` are required (ConvTranspose's bias is optional).
+    required: int
+    #: The attribute that gives the output's shape (also an optional s32 input of the
+    #: spec's op), or None where the inputs determine it.
+    shape_attr: Optional[str]
+    #: The weights formats oneDNN 3.2 accepts, its default first (seed README).
+    weights_formats: tuple[str, ...]
+    #: ConvTranspose family (weights I = C_in, O = C_out/groups) or convolution family
+    #: (I = C_in/groups, O = C_out): shapes.weights_channels.
+    transposed: bool
+    #: The primitive oneDNN 3.2's Graph backend builds for it
+    #: (graph/backend/dnnl/op_executable.cpp) ...
+    primitive: str
+    #: ... and which tensors are that primitive's (src, weights, dst).
+    primitive_tensors: tuple[int, int, int]
+    #: The (src, dst) tensors of the ConvTranspose that computes the same products
+    #: (its FLOPs: _impl.cost).
+    equivalent: tuple[int, int]
+    #: What one output element sums (tolerance.accumulation_terms): "channels" of
+    #: input 0 over groups times the kernel taps (+1 for a bias with "channels+bias"),
+    #: or "positions": the batch and spatial positions of input 1.
+    terms: str
+    #: The tensor of ConvTranspose's output geometry, which a view without the
+    #: positions outside every kernel window crops (_impl.lowering), for the spec's ops.
+    crop_tensor: Optional[int] = None
+    #: One of the spec's ops, which the functional API offers.
+    spec: bool = True
+
+    @property
+    def optional_inputs(self) -> tuple[str, ...]:
+        return self.inputs[self.required:]
+
+
+@dataclass(frozen=True)
+class LegacySpec:
+    """An older name of an op, with attributes of other names and a filter layout."""
+
+    kind: str
+    current: str                    # the op it is
+    function: str
+    inputs: tuple[str, ...]
+    #: Its attribute names -> the current op's.
+    attr_names: dict[str, str]
+    #: Its filter_format -> the current weights_format holding the same letters
+    #: (shapes.from_legacy_filter: the two channel axes are swapped in memory).
+    formats: dict[str, str]
+    default_format: str
+
+
+CONV_TRANSPOSE = "ConvTranspose"
+CONV_TRANSPOSE_BWD_DATA = "ConvTransposeBackwardData"
+CONV_TRANSPOSE_BWD_WEIGHTS = "ConvTransposeBackwardWeights"
+CONV_BWD_DATA = "ConvolutionBackwardData"
+CONVOLUTION = "Convolution"
+CONV_BWD_WEIGHTS = "ConvolutionBackwardWeights"
+LEGACY_BACKPROP_FILTERS = "ConvTransposeBackpropFilters"
+
+_TRANSPOSED_FORMATS = ("XOI", "IOX")
+_CONV_FORMATS = ("XIO", "OIX")
+
+SPECS: dict[str, OpSpec] = {s.kind: s for s in (
+    OpSpec(CONV_TRANSPOSE, "conv_transpose", ("src", "weights", "bias"), 2, None,
+           _TRANSPOSED_FORMATS, True, "deconvolution_forward", (0, 1, OUTPUT), (0, OUTPUT),
+           "channels+bias", crop_tensor=OUTPUT),
+    OpSpec(CONV_TRANSPOSE_BWD_DATA, "conv_transpose_backward_data", ("diff_dst", "weights"), 2,
+           None, _TRANSPOSED_FORMATS, True, "deconvolution_backward_data", (OUTPUT, 1, 0),
+           (OUTPUT, 0), "channels", crop_tensor=0),
+    OpSpec(CONV_TRANSPOSE_BWD_WEIGHTS, "conv_transpose_backward_weights", ("src", "diff_dst"), 2,
+           "weights_shape", _TRANSPOSED_FORMATS, True, "deconvolution_backward_weights",
+           (0, OUTPUT, 1), (0, 1), "positions", crop_tensor=1),
+    OpSpec(CONV_BWD_DATA, "convolution_backward_data", ("diff_dst", "weights"), 2, "dst_shape",
+           _CONV_FORMATS, False, "convolution_backward_data", (OUTPUT, 1, 0), (0, OUTPUT),
+           "channels", crop_tensor=OUTPUT),
+    # What some calls run as (_impl.lowering): the forward convolution is ConvTranspose's
+    # adjoint, and ConvolutionBackwardWeights of (diff_dst, src) is its weights gradient.
+    OpSpec(CONVOLUTION, "convolution", ("src", "weights"), 2, None, _CONV_FORMATS, False,
+           "convolution_forward", (0, 1, OUTPUT), (OUTPUT, 0), "channels", spec=False),
+    OpSpec(CONV_BWD_WEIGHTS, "convolution_backward_weights", ("src", "diff_dst"), 2,
+           "weights_shape", _CONV_FORMATS, False, "convolution_backward_weights",
+           (0, OUTPUT, 1), (1, 0), "positions", spec=False),
+)}
+
+#: The spec's four ops, in the order the docs list them.
+KINDS = tuple(kind for kind, s in SPECS.items() if s.spec)
+
+# ConvTransposeBackpropFilters (seed 002): filter_format OIX = (C_out/g, C_in, *K)
+# and XIO = (*K, C_in, C_out/g), the current IOX / XOI with the channel axes
+# swapped (graph-v0.8 reads O = dims[0]).
+LEGACY = LegacySpec(LEGACY_BACKPROP_FILTERS, CONV_TRANSPOSE_BWD_WEIGHTS,
+                    "conv_transpose_backprop_filters", ("input_forward", "output_delta"),
+                    {"filter_format": "weights_format", "filter_shape": "weights_shape"},
+                    {"OIX": "IOX", "XIO": "XOI"}, "XIO")
+
+
+#: Every op name the spec-level objects take: the spec's ops and the legacy name.
+NAMES = KINDS + (LEGACY.kind,)
+
+
+def spec(kind: str) -> OpSpec:
+    """The entry of `kind` (the legacy name gives the op it stands for)."""
+    return SPECS[LEGACY.current if kind == LEGACY.kind else kind]
+
+
+def function(kind: str) -> str:
+    """The name of `kind`'s function in ``onednn_graph.ops`` and ``onednn_graph.reference``."""
+    return LEGACY.function if kind == LEGACY.kind else SPECS[kind].function
+
+
+def input_names(kind: str) -> tuple[str, ...]:
+    """The functional API's array arguments of `kind` (the legacy op's own names)."""
+    return LEGACY.inputs if kind == LEGACY.kind else SPECS[kind].inputs
+
+
+def canonical_kind(kind: str) -> str:
+    """The op kind, with the legacy name mapped to ConvTransposeBackwardWeights."""
+    return LEGACY.current if kind == LEGACY.kind else kind
