@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from onednn_graph import _bench, reference, shapes, tolerance
+import suite
+from onednn_graph import reference, shapes, tolerance
 from onednn_graph._impl import call as _call, lowering as _lowering, registry
 from onednn_graph._impl.dtypes import dtype_name
 
@@ -35,22 +36,22 @@ KINDS = {"ConvTranspose": reference.conv_transpose,
 #: Shapes from other networks than the suite's, to check a rule read off the
 #: suite's table on problems it was not read from.
 HELD_OUT = [
-    _bench.Case("resnet-s1", 8, 64, 64, (28, 28), 3, 1, 1),
-    _bench.Case("k3s2", 8, 256, 128, (14, 14), 3, 2, 1),
-    _bench.Case("small-batch32", 32, 32, 16, (8, 8), 4, 2, 1),
-    _bench.Case("wavenet-1d", 8, 128, 64, (512,), 4, 2, 1),
-    _bench.Case("vnet-3d", 1, 32, 16, (16, 16, 16), 3, 2, 1),
-    _bench.Case("grouped-4", 8, 64, 64, (32, 32), 4, 2, 1, groups=4),
-    _bench.Case("depthwise-k3", 4, 128, 128, (16, 16), 3, 1, 1, groups=128),
-    _bench.Case("wide-2x2", 32, 1024, 512, (2, 2), 4, 2, 1),
-    _bench.Case("odd-48", 4, 48, 24, (20, 20), 3, 2, 1),
-    _bench.Case("dcgan-head", 64, 100, 512, (1, 1), 4, 1, 0),
-    _bench.Case("wide-4x4-s1", 16, 512, 512, (4, 4), 3, 1, 1),
-    _bench.Case("wide-1x1-s2", 64, 1024, 1024, (1, 1), 2, 2, 0),
+    suite.Case("resnet-s1", 8, 64, 64, (28, 28), 3, 1, 1),
+    suite.Case("k3s2", 8, 256, 128, (14, 14), 3, 2, 1),
+    suite.Case("small-batch32", 32, 32, 16, (8, 8), 4, 2, 1),
+    suite.Case("wavenet-1d", 8, 128, 64, (512,), 4, 2, 1),
+    suite.Case("vnet-3d", 1, 32, 16, (16, 16, 16), 3, 2, 1),
+    suite.Case("grouped-4", 8, 64, 64, (32, 32), 4, 2, 1, groups=4),
+    suite.Case("depthwise-k3", 4, 128, 128, (16, 16), 3, 1, 1, groups=128),
+    suite.Case("wide-2x2", 32, 1024, 512, (2, 2), 4, 2, 1),
+    suite.Case("odd-48", 4, 48, 24, (20, 20), 3, 2, 1),
+    suite.Case("dcgan-head", 64, 100, 512, (1, 1), 4, 1, 0),
+    suite.Case("wide-4x4-s1", 16, 512, 512, (4, 4), 3, 1, 1),
+    suite.Case("wide-1x1-s2", 64, 1024, 1024, (1, 1), 2, 2, 0),
 ]
 
 
-def compiled(p: _bench.Problem, native: _lowering.NativeOp) -> Any:
+def compiled(p: suite.Problem, native: _lowering.NativeOp) -> Any:
     """`native` compiled as the package compiles it on this CPU: a CompiledOp, or an
     F32Chain where this CPU's oneDNN has no kernel for the dtype (or only its
     reference one)."""
@@ -58,7 +59,7 @@ def compiled(p: _bench.Problem, native: _lowering.NativeOp) -> Any:
     return _call._compile(native, dtype_name(p.arrays[0].dtype), list(p.arrays), p.out, None, 0)
 
 
-def within_bound(p: _bench.Problem, got: np.ndarray, dtype: str, terms: int) -> bool:
+def within_bound(p: suite.Problem, got: np.ndarray, dtype: str, terms: int) -> bool:
     kwargs = dict(p.kwargs)
     shape = kwargs.pop(registry.SPECS[p.kind].shape_attr or "", None)
     args = list(p.arrays) + ([shape] if shape is not None else [])
@@ -73,9 +74,9 @@ def main() -> None:
     parser.add_argument("--dtypes", default="f32,bf16")
     parser.add_argument("--formats", default="NCX,NXC")
     args = parser.parse_args()
-    cases = HELD_OUT if args.held_out else _bench.CASES
+    cases = HELD_OUT if args.held_out else suite.CASES
     wanted = set(args.cases.split(",")) if args.cases else None
-    kinds = [k for k in KINDS if _bench.SHORT[k] in args.kinds.split(",")]
+    kinds = [k for k in KINDS if suite.SHORT[k] in args.kinds.split(",")]
     print("| case | op | dtype | format | native ms | alternative ms | ratio | both within the bound |")
     print("|---|---|---|---|---|---|---|---|")
     for case in cases:
@@ -84,7 +85,7 @@ def main() -> None:
         for kind in kinds:
             for dtype in args.dtypes.split(","):
                 for fmt in args.formats.split(","):
-                    p = _bench.problem(case, kind, dtype, fmt)
+                    p = suite.problem(case, kind, dtype, fmt)
                     input_shapes = [a.shape for a in p.arrays]
                     plan = shapes.plan(kind, input_shapes, **p.kwargs)
                     native = _lowering.lower(plan, input_shapes)
@@ -98,7 +99,7 @@ def main() -> None:
                         y = np.empty_like(p.out)
                         op.execute(list(p.arrays), y)
                         ok &= within_bound(p, y, dtype, terms)
-                    run = [lambda n, op=op: _bench._timed(lambda: op.execute(list(p.arrays), p.out), n)
+                    run = [lambda n, op=op: suite._timed(lambda: op.execute(list(p.arrays), p.out), n)
                            for op in ops]
                     n = max(1, int(0.05 / max(1e-6, run[0](2))))
                     samples: list[list[float]] = [[], []]
@@ -107,7 +108,7 @@ def main() -> None:
                             time.sleep(0.01)
                             samples[i].append(run[i](n))
                     a, b = (float(np.median(s)) for s in samples)
-                    print(f"| {case.name} | {_bench.SHORT[kind]} | {dtype} | {fmt} | {a * 1e3:.3f} | "
+                    print(f"| {case.name} | {suite.SHORT[kind]} | {dtype} | {fmt} | {a * 1e3:.3f} | "
                           f"{b * 1e3:.3f} | {b / a:.2f} | {'yes' if ok else 'NO'} |", flush=True)
 
 

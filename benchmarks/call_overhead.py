@@ -9,7 +9,7 @@ programs (the functional API, a compile_op operation, and benchmarks/single_op.c
 driving the same compiled partition), and prints the difference divided by n.
 Under valgrind oneDNN finds no AVX-512 and runs its AVX2 kernels, the same in
 all three; only the binding's share is of interest. Needs valgrind and the
-C++ program (`python benchmarks/run.py` builds it, or see _bench.build_cpp).
+C++ program (`python benchmarks/run.py` builds it, or see suite.build_cpp).
 About 3 minutes.
 """
 
@@ -21,17 +21,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-from onednn_graph import _bench
+import suite
 
 N = 2000
 # The package's own calls, in a child process run under valgrind.
 _CHILD = """
 import sys
-from onednn_graph import _bench
+sys.path.insert(0, sys.argv[6])  # this directory: the suite
+import suite
 from onednn_graph.operation import compile_op
 from onednn_graph._impl import registry
-case = next(c for c in _bench.CASES if c.name == "tiny")
-p = _bench.problem(case, sys.argv[1], sys.argv[2], sys.argv[3])
+case = next(c for c in suite.CASES if c.name == "tiny")
+p = suite.problem(case, sys.argv[1], sys.argv[2], sys.argv[3])
 call = lambda: p.function(*p.arrays, **p.kwargs, out=p.out)
 if sys.argv[4] == "compiled":
     op = compile_op(p.kind, **dict(zip(registry.input_names(p.kind), p.arrays)), **p.kwargs)
@@ -61,16 +62,16 @@ def main() -> int:
     # Spinning OpenBLAS threads (NumPy's) would add instructions in proportion to run
     # time; the children inherit this.
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    case = next(c for c in _bench.CASES if c.name == "tiny")
-    p = _bench.problem(case, args.kind, args.dtype, args.format)
+    case = next(c for c in suite.CASES if c.name == "tiny")
+    p = suite.problem(case, args.kind, args.dtype, args.format)
     per_call = {}
     for system in ("functional", "compiled"):
         counts = [instructions([sys.executable, "-c", _CHILD, args.kind, args.dtype, args.format, system,
-                                str(n)]) for n in (N, 2 * N)]
+                                str(n), str(Path(__file__).parent)]) for n in (N, 2 * N)]
         per_call[system] = (counts[1] - counts[0]) / N
     binary = Path(args.binary)
     if binary.exists():
-        spec = _bench.floor_input(p)
+        spec = suite.floor_input(p)
         counts = [instructions([str(binary)], f"{spec}run 2\nrun {n}\nquit\n") for n in (N, 2 * N)]
         per_call["cpp"] = (counts[1] - counts[0]) / N
     print(f"tiny {args.kind} {args.dtype} {args.format}: instructions per call "

@@ -13,7 +13,7 @@ import numpy as np
 
 from alternative_lowerings import HELD_OUT  # this script's directory is on sys.path
 import onednn_graph as og
-from onednn_graph import _bench
+import suite
 from onednn_graph._impl import compiled as _compiled, info as _info
 
 CASE = next(c for c in HELD_OUT if c.name == "odd-48")
@@ -26,16 +26,16 @@ def main() -> None:
           "median ms per call of 7 batches.\n")
     print("| op | f32 ms | bf16 ms | f16 ms | bf16 runs | f16 runs |")
     print("|---|---|---|---|---|---|")
-    for kind in _bench.OPS:
+    for kind in suite.OPS:
         ms, how = {}, {}
         for dtype in DTYPES:
-            p = _bench.problem(CASE, kind, dtype, "NXC")
+            p = suite.problem(CASE, kind, dtype, "NXC")
             call = lambda: p.function(*p.arrays, **p.kwargs, out=p.out)  # noqa: E731
-            n = max(1, int(0.05 / max(1e-6, _bench._timed(call, 1))))
+            n = max(1, int(0.05 / max(1e-6, suite._timed(call, 1))))
             samples = []
             for _ in range(7):
                 time.sleep(0.01)
-                samples.append(_bench._timed(call, n))
+                samples.append(suite._timed(call, n))
             ms[dtype] = float(np.median(samples)) * 1e3
             how[dtype] = _compiled.CACHE.ops()[-1].lowering
         print(f"| {kind} | {ms['f32']:.3f} | {ms['bf16']:.3f} | {ms['f16']:.3f} | {how['bf16']} | "

@@ -4,12 +4,12 @@
     python benchmarks/run.py        # from the repository root, on a quiet machine
 
 Options: --cases tiny,dcgan-1  --dtypes f32  --rounds 7  --target-ms 20 (see --help).
-The same suite runs as `onednn-graph bench`. The logic lives in onednn_graph/_bench.py.
+The same suite runs as `onednn-graph bench`. The logic lives in onednn_graph/suite.py.
 """
 
 import sys
 
-from onednn_graph._bench import main
+from suite import main
 
 if __name__ == "__main__":
     sys.exit(main())

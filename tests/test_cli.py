@@ -1,4 +1,4 @@
-"""The command-line driver: exit codes, output, batch files, info and bench.
+"""The command-line driver: exit codes, output, batch files, info.
 
 Cases are the project's fixtures (tests/fixtures/). A FAIL is provoked by
 replacing the driver's reference with a wrong one, so the exit-code path is
@@ -169,25 +169,6 @@ def test_info(capsys):
         chain = dtype != "f32" and k["kernel"] != "native"
         assert k["runs"] == ("f32 chain" if chain else "native")
         assert dtype != "f32" or k["kernel"] == "native"  # every x86-64 CPU oneDNN runs on
-
-
-def test_bench_without_the_suite_says_so(capsys):
-    try:
-        import onednn_graph._bench  # noqa: F401
-    except ImportError:
-        status, _, err = run(capsys, "bench", "--out", "somewhere")
-        assert status == cli.EXIT_FAIL and "benchmark suite" in err
-    else:
-        pytest.skip("the benchmark suite is installed; its own tests cover it")
-
-
-def test_bench_forwards_its_arguments(capsys, monkeypatch):
-    import types
-    seen = []
-    fake = types.ModuleType("onednn_graph._bench")
-    fake.main = lambda args: seen.append(args) or 0
-    monkeypatch.setitem(sys.modules, "onednn_graph._bench", fake)
-    assert cli.main(["bench", "--out", "dir", "-v"]) == 0 and seen == [["--out", "dir", "-v"]]
 
 
 def test_python_dash_m(tmp_path):

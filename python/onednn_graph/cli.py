@@ -1,4 +1,4 @@
-"""The ``onednn-graph`` command: ``info``, ``run`` and ``bench``.
+"""The ``onednn-graph`` command: ``info`` and ``run``.
 
 ``run`` replays graphs in oneDNN's JSON format with benchdnn-style overrides
 (``overrides.py``), on oneDNN through the spec-level Graph (``_runner.py``),
@@ -49,7 +49,7 @@ def _case_options(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onednn-graph", description="oneDNN Graph JSON cases: inspect, "
-                     "replay and verify on oneDNN, benchmark.")
+                     "replay and verify on oneDNN.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     info = sub.add_parser("info", help="versions, CPU, and what the linked oneDNN can do")
     info.add_argument("--json", action="store_true", help="print JSON")
@@ -65,9 +65,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON document")
     run.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
                      help="progress bar on stderr (auto: when stderr is a terminal)")
-    bench = sub.add_parser("bench", help="the benchmark suite (table and PNG plot)",
-                           add_help=False)
-    bench.add_argument("args", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -275,21 +272,9 @@ def cmd_info(ns: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
-def cmd_bench(args: list[str]) -> int:
-    try:
-        from ._bench import main as bench_main
-    except ImportError as exc:
-        print(f"onednn-graph bench: the benchmark suite (onednn_graph._bench) is not "
-              f"available in this installation ({exc})", file=sys.stderr)
-        return EXIT_FAIL
-    return bench_main(args) or 0
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``onednn-graph`` console script and ``python -m onednn_graph``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["bench"]:  # everything after it is the suite's (argparse would read options)
-        return cmd_bench(argv[1:])
     parser = build_parser()
     ns, extra = parser.parse_known_args(argv)
     _take_cases(parser, ns, extra)

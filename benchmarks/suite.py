@@ -1,7 +1,7 @@
 """The benchmark suite: this package against PyTorch and the oneDNN C++ floor.
 
-Run ``python benchmarks/run.py`` (or ``onednn-graph bench``) on a quiet
-machine. Every (case, op, dtype, data format) is measured for each system in
+Run ``python benchmarks/run.py`` on a quiet machine (a tool of the repository,
+not part of the installed package). Every (case, op, dtype, data format) is measured for each system in
 interleaved rounds (one batch of calls per system per round, the order
 rotating). The reported time is the best round's per-call time, as benchdnn
 reports its minimum: on a shared VM other tenants only ever add time (steal),
@@ -32,17 +32,17 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from . import _core, ops, shapes
-from ._impl import (registry, plan as _plan, attrs as _attrs, as_f32 as _as_f32, call as _call, compiled as _compiled, dtypes as _dtypes,
-                    info as _info)
-from .operation import compile_op
+from onednn_graph import _core, ops, shapes
+from onednn_graph._impl import (as_f32 as _as_f32, attrs as _attrs, call as _call,
+                                compiled as _compiled, dtypes as _dtypes, info as _info,
+                                plan as _plan, registry)
+from onednn_graph.operation import compile_op
 
 
 @dataclasses.dataclass(frozen=True)
@@ -381,7 +381,7 @@ def gemm_peak(binary: Optional[Path], dtype: str, size: int = 2048) -> Optional[
     this CPU: bf16 and f16 below AVX-512)."""
     if binary is None:
         return None
-    lines = [f"kind MatMul", f"dtype {dtype}", f"input {size},{size} {size},1",
+    lines = ["kind MatMul", f"dtype {dtype}", f"input {size},{size} {size},1",
              f"input {size},{size} {size},1", f"output {size},{size} {size},1", "ready"]
     process = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
@@ -395,9 +395,11 @@ def gemm_peak(binary: Optional[Path], dtype: str, size: int = 2048) -> Optional[
 
 _MEMORY_SNIPPET = """
 import sys, tracemalloc
-from onednn_graph import _bench, _core
-case = next(c for c in _bench.CASES if c.name == sys.argv[1])
-p = _bench.problem(case, sys.argv[2], sys.argv[3], sys.argv[4])
+sys.path.insert(0, sys.argv[5])
+import suite
+from onednn_graph import _core
+case = next(c for c in suite.CASES if c.name == sys.argv[1])
+p = suite.problem(case, sys.argv[2], sys.argv[3], sys.argv[4])
 # Two warm-up calls, as the C++ program makes (its first call, then memory()'s):
 # glibc raises its mmap threshold when a large block is freed, so the second
 # call's temporaries come from the heap and stay resident for the third.
@@ -424,7 +426,8 @@ def memory(binary: Optional[Path], c: Case, kind: str, dtype: str, fmt: str) -> 
     C++ floor: peak RSS above the RSS with inputs and outputs allocated, the most
     oneDNN held at once through the engine's allocator (its scratchpad), and the
     package's Python and NumPy allocations (tracemalloc)."""
-    out = subprocess.run([sys.executable, "-c", _MEMORY_SNIPPET, c.name, kind, dtype, fmt],
+    out = subprocess.run([sys.executable, "-c", _MEMORY_SNIPPET, c.name, kind, dtype, fmt,
+                          str(Path(__file__).parent)],
                          capture_output=True, text=True, check=True).stdout.split()
     p = problem(c, kind, dtype, fmt)
     result = {"case": c.name, "kind": kind, "dtype": dtype, "format": fmt,
@@ -504,7 +507,7 @@ def _spread(rows: list[dict[str, Any]], system: str) -> str:
 
 def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], seconds: float,
            memory_rows: list[dict[str, Any]], rounds: int) -> str:
-    from . import __version__, cpu_isa, onednn_version
+    from onednn_graph import __version__, cpu_isa, onednn_version
 
     v = onednn_version()
     try:
