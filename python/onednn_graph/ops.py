@@ -34,8 +34,13 @@ _CONV_KEYS = ("strides", "pads_begin", "pads_end", "dilations", "auto_pad", "out
 _CTBW_KEYS = _CONV_KEYS + ("weights_shape",)
 _CBD_KEYS = _CONV_KEYS + ("dst_shape",)
 _LEGACY_KEYS = _CONV_KEYS[:-1] + ("filter_format", "filter_shape")
-# Each op's array arguments, by its kind (_impl.registry).
-_INPUTS = {kind: _registry.input_names(kind) for kind in _registry.NAMES}
+# Each op's kind and array arguments (_impl.registry), bound once: module constants
+# cost a cached call less than a lookup.
+_CT, _CTBD, _CTBW, _CBD, _LEGACY = (
+    _registry.CONV_TRANSPOSE, _registry.CONV_TRANSPOSE_BWD_DATA,
+    _registry.CONV_TRANSPOSE_BWD_WEIGHTS, _registry.CONV_BWD_DATA, _registry.LEGACY_BACKPROP_FILTERS)
+_CT_IN, _CTBD_IN, _CTBW_IN, _CBD_IN, _LEGACY_IN = (
+    _registry.input_names(k) for k in (_CT, _CTBD, _CTBW, _CBD, _LEGACY))
 
 
 def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 1,
@@ -74,9 +79,9 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     array([[[1., 1., 1., 1., 1., 1.]]], dtype=float32)
     """
     arrays = (src, weights) if bias is None else (src, weights, bias)
-    return _call.run(_registry.CONV_TRANSPOSE, _INPUTS[_registry.CONV_TRANSPOSE], arrays, out,
-                     _CONV_KEYS, (strides, pads_begin, pads_end, dilations, auto_pad,
-                                  output_padding, groups, data_format, weights_format))
+    return _call.run(_CT, _CT_IN, arrays, out, _CONV_KEYS,
+                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
+                      data_format, weights_format))
 
 
 def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatial = 1,
@@ -99,9 +104,7 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     >>> og.conv_transpose_backward_data(dy, w, strides=2, data_format="NCX", weights_format="IOX")
     array([[[2., 2., 2.]]], dtype=float32)
     """
-    return _call.run(_registry.CONV_TRANSPOSE_BWD_DATA, _INPUTS[_registry.CONV_TRANSPOSE_BWD_DATA],
-                     (diff_dst, weights),
-                     out, _CONV_KEYS,
+    return _call.run(_CTBD, _CTBD_IN, (diff_dst, weights), out, _CONV_KEYS,
                      (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
                       data_format, weights_format))
 
@@ -128,9 +131,7 @@ def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any 
     ...                                    data_format="NCX", weights_format="IOX")
     array([[[3., 3.]]], dtype=float32)
     """
-    return _call.run(_registry.CONV_TRANSPOSE_BWD_WEIGHTS, _INPUTS[_registry.CONV_TRANSPOSE_BWD_WEIGHTS],
-                     (src, diff_dst), out,
-                     _CTBW_KEYS,
+    return _call.run(_CTBW, _CTBW_IN, (src, diff_dst), out, _CTBW_KEYS,
                      (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
                       data_format, weights_format, weights_shape))
 
@@ -158,8 +159,7 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
     >>> og.convolution_backward_data(dy, w, (1, 1, 4), data_format="NCX", weights_format="OIX")
     array([[[1., 2., 2., 1.]]], dtype=float32)
     """
-    return _call.run(_registry.CONV_BWD_DATA, _INPUTS[_registry.CONV_BWD_DATA], (diff_dst, weights), out,
-                     _CBD_KEYS,
+    return _call.run(_CBD, _CBD_IN, (diff_dst, weights), out, _CBD_KEYS,
                      (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
                       data_format, weights_format, dst_shape))
 
@@ -187,7 +187,6 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
     ...                                    filter_format="OIX")
     array([[[3., 3.]]], dtype=float32)
     """
-    return _call.run(_registry.LEGACY_BACKPROP_FILTERS, _INPUTS[_registry.LEGACY_BACKPROP_FILTERS],
-                     (input_forward, output_delta), out, _LEGACY_KEYS,
+    return _call.run(_LEGACY, _LEGACY_IN, (input_forward, output_delta), out, _LEGACY_KEYS,
                      (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
                       data_format, filter_format, filter_shape))
