@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 
 import onednn_graph as og

@@ -18,8 +18,6 @@ import itertools
 import sys
 import time
 
-import numpy as np
-
 import onednn_graph as og
 from onednn_graph._impl import attrs as _attrs, registry, support as _support
 

@@ -20,7 +20,7 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - not installed
     __version__ = "unknown"
 
 try:
-    from . import _core
+    from . import _core  # noqa: F401  (fails here, with advice, if the build is missing)
 except ImportError as exc:  # pragma: no cover - only without a built extension
     raise ImportError(
         "onednn_graph's native module _core is missing or cannot load "
@@ -28,26 +28,45 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
         "against oneDNN; importing from the source tree does not work."
     ) from exc
 
-from . import graph_json, padding, reference, shapes, torch_like
-from ._core import CompiledPartition, Engine, LogicalTensor, Stream
-from ._impl.compiled import CacheInfo, cache_info, clear_cache, set_cache_capacity
-from .graph import Graph, Op, Partition, Tensor
+from . import (errors, graph, graph_json, operation, ops, overrides, padding, reference, shapes,
+               tolerance, torch_like)
+from . import _impl
+from ._core import Engine, LogicalTensor, Stream, onednn_allocations, reset_onednn_peak
+from ._impl.compiled import CacheInfo, cache_info, cached_ops, clear_cache, set_cache_capacity
 from ._impl.info import capabilities
 from ._impl.tuning import set_tuning, tuning_enabled
 from ._impl.version import cpu_isa, onednn_version
+from .graph import CompiledPartition, Graph, Op, Partition, Tensor
+from .graph_json import load_graph, save_graph
 from .operation import Operation, compile_op
 from .ops import (conv_transpose, conv_transpose_backprop_filters, conv_transpose_backward_data,
                   conv_transpose_backward_weights, convolution_backward_data)
-from .graph_json import load_graph, save_graph
 from .reproducer import reproducer
 from .shapes import output_shape
 
 __all__ = [
-    "CacheInfo", "CompiledPartition", "Engine", "Error", "Graph", "LogicalTensor", "Op",
-    "Operation", "Partition", "Stream", "Tensor", "UnsupportedError", "cache_info",
-    "capabilities", "clear_cache", "compile_op", "conv_transpose",
-    "conv_transpose_backprop_filters", "conv_transpose_backward_data",
-    "conv_transpose_backward_weights", "convolution_backward_data", "cpu_isa", "graph_json",
-    "load_graph", "onednn_version", "output_shape", "padding", "reference", "reproducer",
-    "save_graph", "set_cache_capacity", "set_tuning", "shapes", "torch_like", "tuning_enabled",
+    # the functional API and compiled operations
+    "conv_transpose", "conv_transpose_backward_data", "conv_transpose_backward_weights",
+    "convolution_backward_data", "conv_transpose_backprop_filters", "output_shape",
+    "compile_op", "Operation",
+    # the call cache and tuning
+    "cache_info", "CacheInfo", "cached_ops", "clear_cache", "set_cache_capacity", "set_tuning",
+    "tuning_enabled",
+    # oneDNN's low-level objects
+    "CompiledPartition", "Engine", "Graph", "LogicalTensor", "Op", "Partition", "Stream", "Tensor",
+    # JSON graphs and reproducers
+    "load_graph", "save_graph", "reproducer",
+    # this installation
+    "capabilities", "cpu_isa", "onednn_version", "onednn_allocations", "reset_onednn_peak",
+    # errors
+    "Error", "UnsupportedError",
+    # modules
+    "errors", "graph", "graph_json", "operation", "ops", "overrides", "padding", "reference",
+    "shapes", "tolerance", "torch_like",
 ]
+_impl.export(__name__, cache_info, CacheInfo, cached_ops, clear_cache, set_cache_capacity,
+             set_tuning, tuning_enabled, capabilities, cpu_isa, onednn_version)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

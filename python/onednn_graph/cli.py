@@ -24,6 +24,8 @@ from . import graph_json, overrides
 from ._impl import runner as _runner
 from .errors import Error, UnsupportedError
 
+__all__ = ["main", "EXIT_PASS", "EXIT_FAIL", "EXIT_BAD_INPUT"]
+
 EXIT_PASS, EXIT_FAIL, EXIT_BAD_INPUT = 0, 1, 2
 MODES = ("correctness", "exact", "perf")
 
@@ -283,3 +285,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:  # e.g. `onednn-graph run ... | head`: the reader has gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAIL
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

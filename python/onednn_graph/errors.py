@@ -48,3 +48,7 @@ class UnsupportedError(Error):
 
     def __init__(self, message: str, status: str = "unimplemented") -> None:
         super().__init__(message, status)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -8,7 +8,7 @@ the same ``_lowering`` as the functional API. Ops of other kinds pass through.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
@@ -18,7 +18,17 @@ from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs,
                     plan as _plan, registry as _registry, version as _version)
 from .errors import Error, UnsupportedError
 
-def _check_list(where: str, role: str, items: Any, cls: type) -> list[Any]:
+__all__ = ["Op", "Graph", "Partition", "CompiledPartition", "Tensor", "LogicalTensor", "Engine",
+           "Stream"]
+
+LogicalTensor, Engine, Stream = _core.LogicalTensor, _core.Engine, _core.Stream
+
+T = TypeVar("T")
+# What a compiled partition runs: oneDNN's own, or the ops in f32 between TypeCasts.
+_Runner = Union[_core.CompiledPartition, _as_f32.Chain]
+
+
+def _check_list(where: str, role: str, items: Any, cls: type[T]) -> list[T]:
     """`items` as a list, each a `cls`; a TypeError naming `role` otherwise."""
     if isinstance(items, (str, bytes, np.ndarray)) or not isinstance(items, Sequence) \
             or not all(isinstance(t, cls) for t in items):
@@ -26,7 +36,7 @@ def _check_list(where: str, role: str, items: Any, cls: type) -> list[Any]:
     return list(items)
 
 
-def _known(lt: Any) -> bool:
+def _known(lt: _core.LogicalTensor) -> bool:
     return lt.shape is not None and all(d >= 0 for d in lt.shape)
 
 
@@ -57,8 +67,9 @@ class Op:
     [2, 2]
     """
 
-    def __init__(self, id: int, kind: str, inputs: Sequence[Any], outputs: Sequence[Any],
-                 attrs: Optional[dict[str, Any]] = None, name: str = "") -> None:
+    def __init__(self, id: int, kind: str, inputs: Sequence[_core.LogicalTensor],
+                 outputs: Sequence[_core.LogicalTensor], attrs: Optional[dict[str, Any]] = None,
+                 name: str = "") -> None:
         self.id = _attrs.check_int("id", id, 0)
         for arg, value in (("kind", kind), ("name", name)):
             if not isinstance(value, str):
@@ -158,7 +169,7 @@ class _Native:
         self.op = _core.Op(op.id, native.kind, inputs, outputs, native.attrs, op.name)
 
     @staticmethod
-    def _legacy_output(out: Any, filter_format: str) -> Any:
+    def _legacy_output(out: _core.LogicalTensor, filter_format: str) -> _core.LogicalTensor:
         """The legacy filter layout, described as current weights via strides."""
         if not _known(out) or out.strides is None:
             raise UnsupportedError("ConvTransposeBackpropFilters needs a strided output "
@@ -253,7 +264,7 @@ class Graph:
 class Partition:
     """A partition of a Graph, with the spec's ports (hidden shape inputs included)."""
 
-    def __init__(self, native: Any, ops: list[_Native], fpmath_mode: str = "strict") -> None:
+    def __init__(self, native: _core.Partition, ops: list[_Native], fpmath_mode: str = "strict") -> None:
         self._native, self._ops, self._fpmath_mode = native, ops, fpmath_mode
         self._hidden = {n.shape_input.id: n for n in ops if n.shape_input is not None}
 
@@ -264,10 +275,12 @@ class Partition:
     output_ports = property(lambda self: self._native.output_ports)
 
     @property
-    def input_ports(self) -> list[Any]:
-        return self._native.input_ports + [n.shape_input for n in self._hidden.values()]
+    def input_ports(self) -> list[_core.LogicalTensor]:
+        return self._native.input_ports + [n.shape_input for n in self._hidden.values()
+                                           if n.shape_input is not None]
 
-    def compile(self, inputs: Sequence[Any], outputs: Sequence[Any], engine: Any) -> "CompiledPartition":
+    def compile(self, inputs: Sequence[_core.LogicalTensor], outputs: Sequence[_core.LogicalTensor],
+                engine: _core.Engine) -> "CompiledPartition":
         inputs = _check_list("compile", "inputs", inputs, _core.LogicalTensor)
         outputs = _check_list("compile", "outputs", outputs, _core.LogicalTensor)
         ports = {p.id: p for p in self.input_ports}
@@ -292,12 +305,13 @@ class CompiledPartition:
     oneDNN TypeCasts (``_as_f32.Chain``), on the same tensors.
     """
 
-    def __init__(self, partition: Partition, inputs: list[Any], outputs: list[Any], engine: Any) -> None:
+    def __init__(self, partition: Partition, inputs: list[_core.LogicalTensor],
+                 outputs: list[_core.LogicalTensor], engine: _core.Engine) -> None:
         self._partition, self._inputs, self._engine = partition, inputs, engine
         self._outputs = [self._output_for(lt) for lt in outputs]
         self._native = self._build([n.op for n in partition._ops], partition._native)
 
-    def _build(self, ops: list[Any], native_partition: Any) -> Any:
+    def _build(self, ops: list[_core.Op], native_partition: _core.Partition) -> _Runner:
         """The compiled partition of `ops`, or a Chain running them in f32."""
         failure: Optional[Error] = None
         if not any(_needs_f32(op) for op in ops):
@@ -313,7 +327,7 @@ class CompiledPartition:
         except Error as exc:
             raise _no_kernel(ops, failure or exc) from None
 
-    def _output_for(self, lt: Any) -> Any:
+    def _output_for(self, lt: _core.LogicalTensor) -> _core.LogicalTensor:
         for n in self._partition._ops:
             if n.source.kind == _registry.LEGACY.kind and n.source.outputs[0].id == lt.id:
                 return n.op.outputs[0]
@@ -325,20 +339,23 @@ class CompiledPartition:
         for an op of it in its bf16/f16 dtype, or only the reference kernel)."""
         return isinstance(self._native, _as_f32.Chain)
 
-    def query_logical_tensor(self, id: int) -> Any:
-        if self.runs_in_f32:
-            for lt in self._native.inputs + self._native.outputs:
+    def query_logical_tensor(self, id: int) -> _core.LogicalTensor:
+        runner = self._native
+        if isinstance(runner, _as_f32.Chain):
+            for lt in runner.inputs + runner.outputs:
                 if lt.id == id:
-                    return self._native.layouts[id]
+                    return runner.layouts[id]
             raise Error(f"query_logical_tensor: no input or output with id {id} in this "
                         "compiled partition", "invalid_arguments")
-        return self._native.query_logical_tensor(id)
+        return runner.query_logical_tensor(id)
 
     @property
     def inplace_ports(self) -> list[tuple[int, int]]:
-        return [] if self.runs_in_f32 else self._native.inplace_ports
+        runner = self._native
+        return [] if isinstance(runner, _as_f32.Chain) else runner.inplace_ports
 
-    def execute(self, stream: Any, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+    def execute(self, stream: _core.Stream, inputs: Sequence[_core.Tensor],
+                outputs: Sequence[_core.Tensor]) -> None:
         inputs = _check_list("execute", "inputs", inputs, _core.Tensor)
         outputs = _check_list("execute", "outputs", outputs, _core.Tensor)
         hidden = self._partition._hidden
@@ -365,7 +382,7 @@ class CompiledPartition:
         else:
             native.execute(stream, kept, outs)
 
-    def _tensor_for(self, t: Any) -> Any:
+    def _tensor_for(self, t: _core.Tensor) -> _core.Tensor:
         lt = self._output_for(t.logical_tensor)
         if lt is t.logical_tensor:
             return t
@@ -374,7 +391,7 @@ class CompiledPartition:
             t.array, shape=lt.shape, strides=[s * t.array.itemsize for s in lt.strides])
         return _core.Tensor(lt, self._engine, view)
 
-    def _recompile(self, n: _Native, values: Any) -> Any:
+    def _recompile(self, n: _Native, values: Sequence[int]) -> _Runner:
         # The shape input differs from what was compiled: the input wins, so
         # compile again with its values.
         rebuilt = _Native(n.source, [int(v) for v in values])
@@ -385,11 +402,11 @@ class CompiledPartition:
         return self._build([rebuilt.op], part)
 
 
-def _low_precision(ops: Sequence[Any]) -> bool:
+def _low_precision(ops: Sequence[_core.Op]) -> bool:
     return any(t.dtype in _as_f32.LOW_PRECISION for op in ops for t in op.inputs + op.outputs)
 
 
-def _needs_f32(op: Any) -> bool:
+def _needs_f32(op: _core.Op) -> bool:
     """Whether this CPU's oneDNN lacks an optimized kernel for native op `op`
     (``_kernels``; only ops of known shapes are asked)."""
     tensors = op.inputs + op.outputs
@@ -399,7 +416,7 @@ def _needs_f32(op: Any) -> bool:
                               [t.shape for t in op.inputs], op.outputs[0].shape)
 
 
-def _no_kernel(ops: Sequence[Any], exc: Error) -> UnsupportedError:
+def _no_kernel(ops: Sequence[_core.Op], exc: Error) -> UnsupportedError:
     """The error of a partition that cannot run on this CPU, in any form."""
     dtypes = sorted({t.dtype for op in ops for t in op.inputs + op.outputs})
     names = ", ".join(f"op {op.id} {op.kind}" for op in ops)
@@ -411,7 +428,8 @@ def _no_kernel(ops: Sequence[Any], exc: Error) -> UnsupportedError:
         "every CPU", exc.status)
 
 
-def _run_chain(chain: _as_f32.Chain, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:
+def _run_chain(chain: _as_f32.Chain, inputs: Sequence[_core.Tensor],
+               outputs: Sequence[_core.Tensor]) -> None:
     """Execute `chain` on Tensors, after the checks a compiled partition makes."""
     given = {t.logical_tensor.id: t for t in inputs}
     made = {t.logical_tensor.id: t for t in outputs}
@@ -432,3 +450,7 @@ def _run_chain(chain: _as_f32.Chain, inputs: Sequence[Any], outputs: Sequence[An
             raise ValueError(f"execute: output tensor with id {lt.id} shares memory with an input")
     chain.execute([given[lt.id].array for lt in chain.inputs],
                   [made[lt.id].array for lt in chain.outputs])
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -28,13 +28,14 @@ import os
 from typing import Any, NoReturn, Union
 
 
-from . import _core, graph as _graph
+from . import _core, _impl, graph as _graph
 from ._impl import registry as _registry
 from ._impl.json_format import (FORMAT_VERSION, LT_FIELDS, UNKNOWN_DIM, attr_types, document,
                                 known_kinds, op_json, to_json)
 
 __all__ = ["load_graph", "save_graph", "to_json", "from_json", "document", "op_json",
            "FORMAT_VERSION"]
+_impl.export(__name__, to_json, document, op_json)
 
 # Format versions this reader knows: the Graph API preview (0.x) and oneDNN 3.x.
 _KNOWN_MAJORS = (0, 3)
@@ -280,3 +281,6 @@ def save_graph(graph: _graph.Graph, path: Union[str, "os.PathLike[str]"]) -> Non
         json.dump(to_json(graph), f, indent=2)
         f.write("\n")
 
+
+def __dir__() -> list[str]:
+    return list(__all__)

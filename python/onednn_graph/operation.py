@@ -227,3 +227,7 @@ class Operation:
     def __repr__(self) -> str:
         return (f"Operation({self.kind}, inputs={self.input_names}, dtype={self._dtype}, "
                 f"output_shape={self.output_shape}, lowering={self.lowering!r})")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -7,7 +7,7 @@ cache or compiles it (``_compiled``), and executes it on the caller's memory.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, TypeVar, Union
+from typing import Any, Optional, TypeVar, Union
 
 import numpy as np
 
@@ -190,3 +190,7 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
     return _call.run(_LEGACY, _LEGACY_IN, (input_forward, output_delta), out, _LEGACY_KEYS,
                      (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
                       data_format, filter_format, filter_shape))
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

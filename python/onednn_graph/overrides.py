@@ -271,3 +271,7 @@ def apply(graph: _graph.Graph, in_shapes: Optional[dict[int, InShape]] = None,
         new = _graph.Op(op.id, op.kind, inputs, outputs, attrs, op.name)
         out.add_op(new)
     return out
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -392,3 +392,7 @@ def to_onnx(pads: Pads) -> Dict[str, List[int]]:
                              "full output need ONNX's output_shape (with the input size)")
     return {"pads": list(pads.pads_begin) + list(pads.pads_end),
             "output_padding": list(pads.output_padding)}
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

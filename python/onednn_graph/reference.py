@@ -427,3 +427,7 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
         output_padding=output_padding, groups=groups, data_format=data_format,
         weights_format=weights_format)
     return np.ascontiguousarray(_relayout(dw, weights_format, filter_format))
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

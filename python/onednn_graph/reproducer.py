@@ -167,3 +167,7 @@ def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
         raise TypeError(f"reproducer takes a function of onednn_graph's functional API, a Graph, "
                         f"an Operation or a compiled op, got {getattr(target, '__name__', target)!r}")
     return result
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

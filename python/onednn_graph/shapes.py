@@ -714,3 +714,7 @@ def infer_output_shape(kind: str, input_shapes: Sequence[Sequence[int]], **attrs
     if kind == "ConvolutionBackwardData":
         return infer_dst_shape(input_shapes[0], input_shapes[1], **attrs)
     _fail(f"{kind} has no shape attribute to infer")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

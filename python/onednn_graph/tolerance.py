@@ -95,3 +95,7 @@ def exact_range(terms: int) -> int:
     while r > 1 and terms * r * r >= F32_EXACT_INTEGERS:
         r -= 1
     return r
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

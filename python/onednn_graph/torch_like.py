@@ -176,3 +176,7 @@ def conv_transpose3d(input: Any, weight: Any, bias: Any = None, stride: IntOrSeq
     """
     return _conv_transpose_nd(3, input, weight, bias, stride, padding, output_padding, groups,
                               dilation, output_size, out)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

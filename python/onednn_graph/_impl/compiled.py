@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import arrays as _arrays, dtypes as _dtypes
+from . import arrays as _arrays
 from ..errors import Error, UnsupportedError
 
 _engine: Any = None
@@ -174,6 +174,22 @@ def cache_info() -> CacheInfo:
     0
     """
     return CACHE.info()
+
+
+def cached_ops() -> list[Any]:
+    """The compiled op of each call the functional API keeps, least recently used
+    first: what ``onednn_graph.reproducer`` writes out as oneDNN ran it.
+
+    Examples
+    --------
+    >>> import numpy as np, onednn_graph as og
+    >>> og.clear_cache()
+    >>> _ = og.conv_transpose(np.ones((1, 2, 1), np.float32), np.ones((1, 1, 1), np.float32))
+    >>> [op] = og.cached_ops()
+    >>> og.reproducer(op).native["graph"][0]["kind"]
+    'ConvTranspose'
+    """
+    return CACHE.ops()
 
 
 def clear_cache() -> None:

@@ -2,7 +2,7 @@
 
 Each rule rewrites the op into one that 3.2 compiles and that computes the
 same numbers; none moves data in NumPy. The cases (oneDNN 3.2.0, verified by
-tests/test_lowering.py against the reference):
+tests/api/test_lowering.py against the reference):
 
 * auto_pad: the spec spells it ``none``/``same_upper``/...; 3.2 accepts only
   ``None``/``SAME_UPPER``/``SAME_LOWER``/``VALID``.

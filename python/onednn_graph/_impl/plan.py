@@ -60,7 +60,7 @@ def shape_arg(name: str, value: Any) -> Optional[tuple[int, ...]]:
     return _attrs.check_int_list(name, value, 1)
 
 
-def plan_call(kind: str, names: Sequence[str], inputs: Sequence[np.ndarray],
+def plan_call(kind: str, names: Sequence[str], inputs: Sequence[Any],
               attrs: dict[str, Any]) -> CallPlan:
     """Check and lower one call of `kind` on `inputs` (named `names`; arrays, or
     anything with ``shape`` and ``dtype``) with the public keywords `attrs`, the

@@ -19,7 +19,8 @@ import numpy as np
 
 from .. import _core, ops, reference, shapes, tolerance
 from . import (as_f32 as _as_f32, attrs as _attrs, compiled as _compiled, dtypes as _dtypes,
-               kernels as _kernels, lowering as _lowering, registry as _registry)
+               kernels as _kernels, lowering as _lowering, plan as _plan,
+               registry as _registry)
 from ..errors import Error, UnsupportedError
 
 def _function(kind: str) -> Callable[..., Any]:
@@ -178,8 +179,8 @@ def package(p: Problem) -> Outcome:
             got, how = _through_graph(p)
             how = "s32 shape input read into the attribute" + ("" if how == "native" else f"; {how}")
         else:
-            plan = shapes.plan(case.kind, [a.shape for a in p.args], **p.kwargs)
-            how = _lowering.lower(plan, [a.shape for a in p.args]).lowering
+            names = _registry.input_names(case.kind)[:len(p.args)]
+            how = _plan.plan_call(case.kind, names, p.args, p.kwargs).native.lowering
             _compiled.CACHE.clear()  # so that the call compiles, and the cache holds its op
             got = _function(case.kind)(*p.args, **p.kwargs)
             [op] = _compiled.CACHE.ops()

@@ -7,7 +7,7 @@ time for depthwise NXC but up to 1.9x for some NCX f32 problems
 (benchmarks/alternative_lowerings.py), and the ratio moved by up to 1.8x between
 runs on one machine. So the choice is measured per problem, on the problem's own
 arrays, in interleaved rounds; every candidate computes the same numbers within
-the package's error bound (tests/test_tuning.py).
+the package's error bound (tests/api/test_tuning.py).
 """
 
 from __future__ import annotations
