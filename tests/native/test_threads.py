@@ -14,7 +14,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import reference as R
-from conftest import assert_matches_reference, random, run_python
+from helpers import assert_matches_reference, random, run_python
 
 TIMEOUT = 120  # seconds; far above the few seconds these tests take
 
@@ -237,7 +237,7 @@ _OTHER_THREADS = """
 import numpy as np
 import onednn_graph as og
 import test_threads as T
-from conftest import assert_matches_reference
+from helpers import assert_matches_reference
 problems = T._problems(np.random.default_rng(0))
 for p in problems:
     p[1](*p[3], **p[4])

@@ -1,13 +1,12 @@
 """The benchdnn-style override parser (good and bad inputs) and its effect on a graph."""
 
-import pathlib
 
 import pytest
 
 import onednn_graph as og
 from onednn_graph import overrides as ov
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+from helpers import FIXTURES
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import onednn_graph as og
-from conftest import assert_matches_reference, random
+from helpers import assert_matches_reference, random
 
 ENGINE = og.Engine()
 STREAM = og.Stream(ENGINE)

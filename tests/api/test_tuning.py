@@ -19,7 +19,7 @@ from onednn_graph._impl import (call as _call, compiled as _compiled, lowering a
 from onednn_graph._impl.call import crop
 from onednn_graph._impl.dtypes import dtype_name
 from onednn_graph._impl import registry
-from conftest import random
+from helpers import random
 
 KINDS = ["ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
          "ConvolutionBackwardData"]

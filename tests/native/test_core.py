@@ -11,7 +11,7 @@ import pytest
 import onednn_graph as og
 from onednn_graph import _core
 from onednn_graph._impl import dtypes as _dtypes
-from conftest import NUMPY, UNDER_ASAN, assert_matches_reference, random
+from helpers import NUMPY, UNDER_ASAN, assert_matches_reference, random
 
 CONV_ATTRS = {"strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0],
               "dilations": [1, 1]}

@@ -21,7 +21,7 @@ from hypothesis import assume, given, note, strategies as st  # noqa: E402
 import onednn_graph as og  # noqa: E402
 from onednn_graph import reference as R, shapes
 from onednn_graph._impl import attrs as _attrs  # noqa: E402
-from conftest import NUMPY, assert_matches_reference  # noqa: E402
+from helpers import NUMPY, assert_matches_reference  # noqa: E402
 
 OPS = ("ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
        "ConvolutionBackwardData", "ConvTransposeBackpropFilters")

@@ -14,8 +14,8 @@ import pytest
 import onednn_graph as og
 from onednn_graph import shapes
 from onednn_graph.tolerance import accumulation_terms, compare
-from conftest import NUMPY
-from test_reference import TORCH_CASES, _import_torch, torch_ops
+from helpers import NUMPY
+from helpers import TORCH_CASES, import_torch as _import_torch, torch_ops
 
 NCX_IOX = dict(data_format="NCX", weights_format="IOX")
 

@@ -10,7 +10,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import _core, reference
-from conftest import assert_matches_reference, random
+from helpers import assert_matches_reference, random
 
 
 @pytest.fixture

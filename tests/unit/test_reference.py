@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-# conftest.py imports the built package, so the modules load normally.
 from onednn_graph import reference, shapes
+from helpers import (ADJOINT_CASES, TORCH_CASES, ct_case as _ct_case, import_torch as _import_torch,
+                     torch_ops)
 
 
 ref = reference
@@ -255,15 +256,6 @@ def test_layouts_give_transposed_identical_results():
 # --------------------------------------------------------------------------
 
 
-def _ct_case(rng, nsp, g, c_in, c_out, x, k, s, d, pb, pe, auto_pad, fmt, wfmt):
-    kw = dict(strides=s, dilations=d, pads_begin=pb, pads_end=pe, auto_pad=auto_pad,
-              groups=g, data_format=fmt, weights_format=wfmt)
-    a = normalize("ConvTranspose", nsp, **kw)
-    src = rng.standard_normal(shapes.data_shape_for(fmt, 2, c_in, x))
-    w = rng.standard_normal(shapes.weights_shape_for(a, c_in, c_out, k))
-    return src, w, kw
-
-
 def check_conv_transpose_adjoints(rng, op, **case):
     """<CT(x, W), dy> == <x, CTBwdData(dy, W)> == <W, CTBwdWeights(x, dy)>."""
     x, w, kw = _ct_case(rng, **case)
@@ -299,23 +291,6 @@ def check_convolution_adjoint(rng, **case):
     assert abs(np.vdot(y, dy) - np.vdot(x, dx)) <= x.size * w.size * EPS * scale
     assert abs(np.vdot(y, dy) - np.vdot(w, dw)) <= x.size * w.size * EPS * scale
     return scale
-
-
-# (nsp, g, c_in, c_out, X, K, s, d, pads_begin, pads_end, output_padding, auto_pad)
-ADJOINT_CASES = [
-    (1, 1, 1, 1, (5,), (3,), (2,), (1,), (0,), (0,), (1,), "none"),
-    (1, 2, 4, 6, (4,), (3,), (3,), (2,), (2,), (1,), (2,), "none"),
-    (1, 3, 3, 3, (6,), (2,), (1,), (2,), (0,), (1,), (0,), "same_upper"),  # depthwise
-    (1, 3, 6, 9, (3,), (4,), (2,), (1,), (0,), (0,), (1,), "same_lower"),
-    (1, 1, 2, 2, (4,), (3,), (2,), (1,), (1,), (1,), (3,), "none"),  # output_padding > stride
-    (2, 1, 2, 3, (3, 4), (2, 3), (2, 1), (1, 2), (1, 0), (0, 2), (1, 0), "none"),
-    (2, 2, 2, 2, (5, 3), (3, 3), (3, 2), (2, 1), (0, 0), (0, 0), (2, 1), "valid"),  # depthwise
-    (2, 2, 4, 2, (3, 3), (3, 2), (2, 3), (1, 1), (0, 0), (0, 0), (1, 2), "same_upper"),
-    (2, 3, 6, 3, (4, 2), (2, 2), (1, 2), (2, 1), (0, 0), (0, 0), (0, 0), "same_lower"),
-    (3, 1, 2, 2, (3, 2, 2), (2, 2, 1), (2, 1, 3), (1, 2, 1), (1, 0, 0), (0, 1, 0), (1, 0, 2), "none"),
-    (3, 2, 2, 4, (2, 3, 2), (2, 1, 2), (1, 2, 2), (2, 1, 1), (0, 0, 0), (0, 0, 0), (0, 0, 0), "same_upper"),
-    (3, 2, 2, 2, (2, 2, 3), (1, 2, 2), (3, 1, 2), (1, 1, 2), (0, 0, 0), (0, 0, 0), (0, 0, 1), "valid"),
-]
 
 
 @pytest.mark.parametrize("layout", [("NCX", "IOX"), ("NXC", "XOI")])
@@ -382,52 +357,6 @@ def test_adjoint_check_can_fail():
 # --------------------------------------------------------------------------
 # torch (optional)
 # --------------------------------------------------------------------------
-
-def _import_torch():
-    """torch, or skip. Like pytest.importorskip, but a broken install (ImportError
-    other than ModuleNotFoundError) also skips instead of tripping pytest's
-    deprecation warning, which filterwarnings=error would turn into a failure."""
-    try:
-        import torch
-    except ImportError as exc:
-        pytest.skip(f"torch is not importable: {exc}")
-    return torch
-
-
-TORCH_CASES = [
-    # (nsp, g, c_in, c_out, X, K, s, d, pads_begin, pads_end, output_padding)
-    (1, 1, 2, 3, (5,), (3,), (2,), (1,), (1,), (0,), (1,)),
-    (1, 3, 3, 6, (4,), (2,), (3,), (2,), (0,), (2,), (2,)),  # depthwise-like: 1 in channel per group
-    (2, 2, 4, 2, (3, 4), (3, 2), (2, 1), (1, 2), (1, 1), (2, 0), (0, 0)),
-    (2, 1, 1, 2, (4, 3), (2, 3), (3, 2), (2, 1), (0, 2), (1, 1), (1, 1)),
-    (3, 2, 2, 4, (2, 3, 2), (2, 2, 1), (2, 1, 3), (1, 2, 1), (1, 0, 0), (0, 1, 0), (1, 0, 2)),
-    (1, 1, 2, 3, (4,), (3,), (2,), (1,), (0,), (1,), (3,)),  # output_padding > stride
-]
-
-
-def _torch_pad_arg(begin, end):
-    # F.pad takes (last-axis begin, last-axis end, previous axis, ...);
-    # negative values crop
-    return [v for b, e in zip(reversed(begin), reversed(end)) for v in (b, e)]
-
-
-def torch_ops(torch, nsp, s, d, pb, pe, op, g):
-    """PyTorch's ConvTranspose and Convolution with the spec's pads: the unpadded
-    result cropped (or extended by output_padding) with F.pad, which any pads allow."""
-    F = torch.nn.functional
-    ct = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[nsp]
-    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nsp]
-
-    def conv_transpose(x, w, b=None):
-        full = ct(x, w, stride=s, dilation=d, groups=g)
-        y = F.pad(full, _torch_pad_arg([-v for v in pb], [o - e for o, e in zip(op, pe)]))
-        return y if b is None else y + b.reshape(1, -1, *([1] * nsp))
-
-    def convolution(x, w):
-        return conv(F.pad(x, _torch_pad_arg(pb, pe)), w, stride=s, dilation=d, groups=g)
-
-    return conv_transpose, convolution
-
 
 @pytest.mark.parametrize("case", TORCH_CASES)
 def test_against_torch(case):

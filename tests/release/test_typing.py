@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "python" / "onednn_graph").glob("*.py")) + sorted(
     (ROOT / "examples").glob("*.py"))
 

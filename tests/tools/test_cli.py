@@ -5,7 +5,6 @@ replacing the driver's reference with a wrong one, so the exit-code path is
 exercised without any real disagreement."""
 
 import json
-import pathlib
 import subprocess
 import sys
 
@@ -16,7 +15,7 @@ import onednn_graph as og
 from onednn_graph import cli, reference
 from onednn_graph._impl import runner as _runner
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+from helpers import FIXTURES
 CASES = sorted(str(p) for p in FIXTURES.glob("*.json"))
 
 

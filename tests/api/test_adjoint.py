@@ -22,8 +22,8 @@ import onednn_graph as og
 from onednn_graph import reference as ref
 from onednn_graph import shapes
 from onednn_graph.tolerance import UNIT_ROUNDOFF, accumulation_terms
-from conftest import NUMPY
-from test_reference import ADJOINT_CASES, _ct_case
+from helpers import NUMPY
+from helpers import ADJOINT_CASES, ct_case as _ct_case
 
 
 def _as(dtype, *arrays):

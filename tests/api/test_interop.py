@@ -14,7 +14,7 @@ import pytest
 import onednn_graph as og
 from onednn_graph._impl import arrays as _arrays
 
-from conftest import NUMPY, random
+from helpers import NUMPY, random
 
 KW = dict(strides=2, pads_begin=1, pads_end=0, data_format="NCX", weights_format="IOX")
 

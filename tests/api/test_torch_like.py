@@ -13,7 +13,7 @@ import onednn_graph as og
 from onednn_graph import torch_like
 
 from onednn_graph.tolerance import compare
-from conftest import assert_matches_reference, random
+from helpers import assert_matches_reference, random
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

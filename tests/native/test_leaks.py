@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import onednn_graph as og
-from conftest import UNDER_ASAN
+from helpers import UNDER_ASAN
 from onednn_graph._impl import compiled as _compiled
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs Linux /proc")

@@ -9,14 +9,13 @@ OpenMP's own setting, read through ctypes, for the restore.
 
 import ctypes
 
-import numpy as np
 import pytest
 
 import onednn_graph as og
 from onednn_graph import _core
 from onednn_graph._impl import cost as _cost, support as _support
 from onednn_graph._impl import registry
-from conftest import random
+from helpers import random
 
 pytestmark = pytest.mark.skipif(not _core.can_limit_threads(),
                                 reason="oneDNN does not use a loaded OpenMP runtime here")

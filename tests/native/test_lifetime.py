@@ -5,7 +5,7 @@ still alive, never crash. Each scenario runs in a fresh interpreter
 
 import pytest
 
-from conftest import run_python
+from helpers import run_python
 
 SETUP = """
 import gc, sys, threading

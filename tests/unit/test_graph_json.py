@@ -4,14 +4,13 @@ that name the file and the field."""
 
 import copy
 import json
-import pathlib
 
 import pytest
 
 import onednn_graph as og
 from onednn_graph import graph_json
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+from helpers import FIXTURES
 CASES = sorted(p.name for p in FIXTURES.glob("*.json"))
 
 

@@ -12,7 +12,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph._impl import compiled as _compiled, kernels as _kernels
-from conftest import run_python
+from helpers import run_python
 
 # A problem of each kind, as handed to oneDNN: NXC data, 2x16x8x8 -> 16 channels,
 # kernel 3, stride 2, pads 1/1 (the transposed ops: 8 -> 15 positions).

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 # The suite is a tool of the repository (benchmarks/), not of the installed package.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import suite  # noqa: E402
 
 
