@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence, TypeVar, Union
 import numpy as np
 
 from . import _core, shapes
-from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs,
+from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, dtypes as _dtypes,
                     json_format as _json_format, kernels as _kernels, lowering as _lowering,
                     plan as _plan, registry as _registry, version as _version)
 from .errors import Error, UnsupportedError
@@ -403,7 +403,7 @@ class CompiledPartition:
 
 
 def _low_precision(ops: Sequence[_core.Op]) -> bool:
-    return any(t.dtype in _as_f32.LOW_PRECISION for op in ops for t in op.inputs + op.outputs)
+    return any(t.dtype in _dtypes.LOW_PRECISION for op in ops for t in op.inputs + op.outputs)
 
 
 def _needs_f32(op: _core.Op) -> bool:

@@ -67,8 +67,9 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
 
     Returns
     -------
-    ndarray of the inputs' dtype: dst, spatial size
-    ``strides*(X-1) + dilations*(K-1) + 1 - pads_begin - pads_end + output_padding``.
+    ndarray of the inputs' dtype
+        dst, spatial size
+        ``strides*(X-1) + dilations*(K-1) + 1 - pads_begin - pads_end + output_padding``.
 
     Examples
     --------

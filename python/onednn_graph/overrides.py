@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from . import _core, graph as _graph, shapes
-from ._impl import json_format as _json_format, registry as _registry
+from ._impl import dtypes as _dtypes, json_format as _json_format, registry as _registry
 
 __all__ = ["InShape", "parse_in_shapes", "parse_op_attrs", "parse_dt", "apply",
            "dense_strides", "axis_order"]
 
-_FLOAT_DTYPES = ("f32", "bf16", "f16")
 _DIMS = re.compile(r"^-?\d+(x-?\d+)*$")
 
 
@@ -123,8 +122,8 @@ def parse_dt(text: str) -> Union[str, dict[int, str]]:
     ('bf16', {0: 'f16', 2: 'f16'})
     """
     def check(dt: str) -> str:
-        if dt not in _FLOAT_DTYPES:
-            _fail("--dt", dt, f"expected one of {', '.join(_FLOAT_DTYPES)}")
+        if dt not in _dtypes.FLOATING:
+            _fail("--dt", dt, f"expected one of {', '.join(_dtypes.FLOATING)}")
         return dt
     if ":" not in text:
         return check(text)
@@ -237,7 +236,7 @@ def apply(graph: _graph.Graph, in_shapes: Optional[dict[int, InShape]] = None,
     def dtype_of(lt: Any) -> str:
         if isinstance(dt, dict):
             return dt.get(lt.id, lt.dtype)
-        return dt if dt and lt.dtype in _FLOAT_DTYPES else lt.dtype
+        return dt if dt and lt.dtype in _dtypes.FLOATING else lt.dtype
 
     out = _graph.Graph(graph.engine_kind, graph.fpmath_mode)
     known: dict[int, Any] = {}  # tensor id -> its new logical tensor

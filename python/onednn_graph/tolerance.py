@@ -2,7 +2,7 @@
 
 Both sides read the same rounded inputs. oneDNN accumulates in f32 (for bf16
 and f16 too) and rounds once to the output dtype; the reference sums exactly
-in float64 and rounds once. So for every output element y
+in float64 and rounds once. So for every output element y::
 
     |got - ref| <= 2*u(dtype)*|y| + terms * 2**-24 * sum_i |x_i w_i|
 

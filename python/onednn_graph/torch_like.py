@@ -112,8 +112,8 @@ def conv_transpose1d(input: Any, weight: Any, bias: Any = None, stride: IntOrSeq
 
     Returns
     -------
-    ndarray (or `out`) of shape (N, C_out, L_out), ``L_out = (L-1)*stride -
-    pad_begin - pad_end + dilation*(K-1) + output_padding + 1``.
+    ndarray (or `out`) of shape (N, C_out, L_out)
+        ``L_out = (L-1)*stride - pad_begin - pad_end + dilation*(K-1) + output_padding + 1``.
 
     Examples
     --------

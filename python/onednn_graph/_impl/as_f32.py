@@ -28,7 +28,6 @@ from .compiled import CompiledOp, private_copy
 from ..errors import Error, UnsupportedError
 
 #: The dtypes a chain widens to f32.
-LOW_PRECISION = ("bf16", "f16")
 
 
 def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -64,13 +63,13 @@ def widen(ops: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any],
     next_op = max(op.id for op in ops) + 1
     casts_in, casts_out, mapped = [], [], {}
     for lt in inputs:
-        if lt.dtype in LOW_PRECISION and lt.id not in mapped:
+        if lt.dtype in _dtypes.LOW_PRECISION and lt.id not in mapped:
             wide = _f32(next_tensor, lt, "constant" if lt.id in constants else "variable")
             casts_in.append(_core.Op(next_op, "TypeCast", [lt], [wide], {}, "TypeCast"))
             mapped[lt.id] = wide
             next_tensor, next_op = next_tensor + 1, next_op + 1
     for lt in outputs:
-        if lt.dtype in LOW_PRECISION:
+        if lt.dtype in _dtypes.LOW_PRECISION:
             wide = _f32(next_tensor, lt)
             casts_out.append(_core.Op(next_op, "TypeCast", [wide], [lt], {}, "TypeCast"))
             mapped[lt.id] = wide
@@ -79,7 +78,7 @@ def widen(ops: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any],
     def retyped(lt: Any) -> Any:
         if lt.id in mapped:
             return mapped[lt.id]
-        if lt.dtype not in LOW_PRECISION:
+        if lt.dtype not in _dtypes.LOW_PRECISION:
             return lt
         mapped[lt.id] = _f32(lt.id, lt)  # a tensor between two of the ops
         return mapped[lt.id]

@@ -19,8 +19,8 @@ import numpy as np
 
 from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, cost as _cost,
-               kernels as _kernels, lowering as _lowering, plan as _plan, tuning as _tuning,
-               unreached as _unreached)
+               dtypes as _dtypes, kernels as _kernels, lowering as _lowering, plan as _plan,
+               tuning as _tuning, unreached as _unreached)
 from .dtypes import dtype_name
 from ..errors import UnsupportedError
 
@@ -193,7 +193,7 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
     try:
         return _compiled.CompiledOp(*args)
     except UnsupportedError as exc:
-        if dtype not in _as_f32.LOW_PRECISION:
+        if dtype not in _dtypes.LOW_PRECISION:
             raise
         try:  # a kernel the probe did not foresee is missing: f32 has them all
             return _as_f32.F32Chain(*args, reason=_kernels.reason(None, dtype), needed=True)

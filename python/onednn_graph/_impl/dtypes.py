@@ -16,6 +16,11 @@ DTYPES: dict[str, np.dtype] = {
     "s32": np.dtype(np.int32),
 }
 
+#: The floating-point dtypes the ops take, and those of them below f32, which run in
+#: f32 between TypeCasts where the CPU's oneDNN has no kernel (_impl.kernels, as_f32).
+LOW_PRECISION = ("bf16", "f16")
+FLOATING = ("f32",) + LOW_PRECISION
+
 _NAMES = {dt: name for name, dt in DTYPES.items()}
 
 SUPPORTED = ", ".join(f"{name} ({dt.name})" for name, dt in DTYPES.items())

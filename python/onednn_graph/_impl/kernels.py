@@ -23,13 +23,11 @@ from typing import Any, NamedTuple, Sequence
 
 
 from .. import _core, shapes
-from . import registry as _registry, version as _version
+from . import dtypes as _dtypes, registry as _registry, version as _version
 from ..errors import Error
 
-#: The dtypes whose kernels depend on the CPU. f32 has optimized kernels on
-#: every instruction set oneDNN dispatches to (SSE4.1 up) and is never probed.
-LOW_PRECISION = ("bf16", "f16")
-
+# The dtypes whose kernels depend on the CPU: _dtypes.LOW_PRECISION. f32 has optimized
+# kernels on every instruction set oneDNN dispatches to (SSE4.1 up) and is never probed.
 
 class Kernel(NamedTuple):
     """What oneDNN runs for one problem: ``status`` is ``"native"`` (an optimized
@@ -116,7 +114,7 @@ def probed(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[
            output_shape: Sequence[int]) -> Kernel | None:
     """The kernel of a bf16/f16 op of a kind the probe knows (``for_op``), else None:
     f32 and other kinds are not asked."""
-    if dtype not in LOW_PRECISION or kind not in _registry.SPECS:
+    if dtype not in _dtypes.LOW_PRECISION or kind not in _registry.SPECS:
         return None
     return for_op(kind, attrs, dtype, input_shapes, output_shape)
 
@@ -167,9 +165,9 @@ def summary() -> list[dict[str, str]]:
     for kind, (weights_format, inputs, output) in TYPICAL.items():
         attrs = dict(strides=[2, 2], dilations=[1, 1], pads_begin=[1, 1], pads_end=[1, 1],
                      auto_pad="None", groups=1, data_format="NXC", weights_format=weights_format)
-        for dtype in ("f32",) + LOW_PRECISION:
+        for dtype in _dtypes.FLOATING:
             k = for_op(kind, attrs, dtype, inputs, output)
-            chain = dtype in LOW_PRECISION and k.status != "native"
+            chain = dtype in _dtypes.LOW_PRECISION and k.status != "native"
             rows.append({"op": kind, "dtype": dtype, "kernel": k.status,
                          "implementation": k.implementation,
                          "runs": "f32 chain" if chain else "native"})
