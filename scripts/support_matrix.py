@@ -105,11 +105,11 @@ def main() -> int:
         "numbers, `wrong` = compiles but gives other numbers, `unsupported (status)` = "
         "rejected.",
         "* **package**: what `onednn_graph` does: `native` = hands it over as written, "
-        "`lowered (how)` = rewrites it into ops oneDNN compiles (see `_lowering.py`), "
+        "`lowered (how)` = rewrites it into ops oneDNN compiles (see `_impl/lowering.py`), "
         "`unsupported` = raises `UnsupportedError`. Every package cell was checked against "
         "the reference. The column shows what makes a cell compile, including `in f32 "
         "between TypeCasts` where this CPU's oneDNN has no kernel for the dtype; what the "
-        "package also does only for speed is not shown (README, Performance: f32 NXC "
+        "package also does only for speed is not shown (docs/performance.md: f32 NXC "
         "ConvTransposeBackwardWeights and grouped NXC ConvTransposeBackwardData run as "
         "their convolution forms, and ops with only a reference kernel for the dtype run "
         "in f32 between TypeCasts).",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = sorted((ROOT / "python" / "onednn_graph").glob("*.py")) + sorted(
+SOURCES = sorted((ROOT / "python" / "onednn_graph").rglob("*.py")) + sorted(
     (ROOT / "examples").glob("*.py"))
 
 
@@ -26,7 +26,7 @@ def test_mypy_passes():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_python39_syntax(path):
     # requires-python is >= 3.9: no match statements, no parenthesized context
     # managers, and (without `from __future__ import annotations`) no X | Y hints.
