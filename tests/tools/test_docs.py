@@ -13,7 +13,7 @@ import pytest
 
 import onednn_graph as og
 
-MODULES = sorted(name for _, name, _ in pkgutil.iter_modules(og.__path__, "onednn_graph.")
+MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(og.__path__, "onednn_graph.")
                  # _core is native; __main__ runs the command line when imported
                  if not name.endswith(("._core", ".__main__")))
 # Modules whose public functions each carry a runnable example (NumPy-style "Examples").
