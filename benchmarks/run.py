@@ -4,7 +4,7 @@
     python benchmarks/run.py        # from the repository root, on a quiet machine
 
 Options: --cases tiny,dcgan-1  --dtypes f32  --rounds 7  --target-ms 20 (see --help).
-The same suite runs as `onednn-graph bench`. The logic lives in onednn_graph/suite.py.
+The logic lives in benchmarks/suite.py.
 """
 
 import sys

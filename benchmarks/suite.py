@@ -609,7 +609,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> bool:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="onednn-graph bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="benchmarks/run.py", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="docs/benchmarks.md")
     parser.add_argument("--plot", default="docs/benchmarks.png")
     parser.add_argument("--cpp-source", default="benchmarks/single_op.cpp")

@@ -301,7 +301,7 @@ class CompiledPartition:
     """A compiled partition; shape inputs are read when it executes.
 
     Where this CPU's oneDNN has no bf16/f16 kernel for an op of the partition, or
-    only its reference kernel (``_kernels``), the partition runs in f32 between
+    only its reference kernel (``_impl.kernels``), the partition runs in f32 between
     oneDNN TypeCasts (``_as_f32.Chain``), on the same tensors.
     """
 
@@ -408,7 +408,7 @@ def _low_precision(ops: Sequence[_core.Op]) -> bool:
 
 def _needs_f32(op: _core.Op) -> bool:
     """Whether this CPU's oneDNN lacks an optimized kernel for native op `op`
-    (``_kernels``; only ops of known shapes are asked)."""
+    (``_impl.kernels``; only ops of known shapes are asked)."""
     tensors = op.inputs + op.outputs
     if op.kind not in _registry.SPECS or not all(_known(t) for t in tensors):
         return False

@@ -2,7 +2,7 @@
 
 Every call checks its arguments (``_impl.attrs``, ``_impl.arrays``, ``shapes``), picks
 what oneDNN 3.2 compiles for it (``_lowering``), takes the compiled op from the
-cache or compiles it (``_compiled``), and executes it on the caller's memory.
+cache or compiles it (``_impl.compiled``), and executes it on the caller's memory.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ not executed: ``reproducer(og.conv_transpose, x, w, strides=2)`` plans the
 call (its checks and lowering, ``_impl.plan``) and compiles nothing, so a call
 that fails in oneDNN still gets its reproducer. Two documents come out: ``spec``, the
 op as the user called it, and ``native``, what the package hands oneDNN 3.2
-after its lowerings (``_lowering.py``); they differ only for lowered calls.
+after its lowerings (``_impl/lowering.py``); they differ only for lowered calls.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
         A functional-API function (``og.conv_transpose``, ...) called with
         ``*args, **kwargs`` (described, not executed); a spec-level
         :class:`Graph`; an :class:`Operation` from ``og.compile_op``; or an
-        entry of the compiled-op cache (``og._compiled.CACHE.ops()``). A
+        entry of the compiled-op cache (``og.cached_ops()``). A
         compiled op is written as it was handed to oneDNN (``spec`` equals
         ``native``).
 

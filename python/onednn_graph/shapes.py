@@ -280,7 +280,7 @@ def _axis_pads(attrs: _attrs.ConvAttrs, axis: int, in_size: int, k: int,
     # backward ops resolve SAME with the convolution rule on diff_dst instead
     # (native=True), which disagrees with their own forward op whenever
     # diff_dst % s != 0 (e.g. after output_padding). The package resolves all
-    # three as ConvTranspose does and passes explicit pads (_lowering.py), so
+    # three as ConvTranspose does and passes explicit pads (_impl/lowering.py), so
     # ConvTranspose and its gradients stay adjoint.
     deconv = attrs.kind == "ConvTranspose" if native else _registry.SPECS[attrs.kind].transposed
     if deconv:
@@ -501,7 +501,7 @@ def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Plan
         # deconvolution_backward_weights requires (Y - ek + pb + pe)/s + 1 == X
         # (src/common/deconvolution.cpp, deconv_desc_init). output_padding is
         # that of the forward ConvTranspose: it extends diff_dst, so it counts
-        # as pads_end - output_padding (how _lowering.py hands it to 3.2).
+        # as pads_end - output_padding (how _impl/lowering.py hands it to 3.2).
         for ax, (x, y, k, (s, d, op)) in enumerate(zip(x_sp, y_sp, kernel, sizes)):
             if conv_out_size(y, k, s, d, pb[ax], pe[ax] - op) != x:
                 _fail(f"spatial axis {ax}: src size {x} and diff_dst size {y} do not fit "

@@ -1,5 +1,5 @@
 """bf16 and f16 ops run in f32 by oneDNN, where this CPU's oneDNN has no kernel
-for them in that dtype, or only its reference kernel (``_kernels`` asks).
+for them in that dtype, or only its reference kernel (``_impl.kernels`` asks).
 
 A ``Chain`` runs ops as oneDNN partitions on f32 tensors: a TypeCast of each
 bf16/f16 input to f32, the ops in f32, a TypeCast of each bf16/f16 output back

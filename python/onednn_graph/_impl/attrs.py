@@ -2,7 +2,7 @@
 
 Names and values are the specification's (``auto_pad`` in lower case, formats
 as ``NXC``/``XOI``...). What the linked oneDNN is handed instead (its own
-spellings, lowered geometry) is decided in ``_lowering.py``, not here.
+spellings, lowered geometry) is decided in ``_impl/lowering.py``, not here.
 """
 
 from __future__ import annotations

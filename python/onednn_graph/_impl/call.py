@@ -182,7 +182,7 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
              constants: Optional[dict[int, np.ndarray]], threads: int) -> Any:
     """`way` compiled for the call's arrays and result: a CompiledOp, or an F32Chain
     where this CPU's oneDNN has no kernel for it in a bf16/f16 `dtype`, or only its
-    reference kernel (``_kernels``), or fails to compile it in that dtype."""
+    reference kernel (``_impl.kernels``), or fails to compile it in that dtype."""
     metas, out = [_compiled.meta(a) for a in arrays], _compiled.meta(target)
     taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
     args = (way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads)

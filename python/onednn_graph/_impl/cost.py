@@ -57,7 +57,7 @@ def problem(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> Problem
 #: OpenMP parallel region on every execution; on the 2-core reference machine,
 #: one thread ran the four ops 1.1-4x faster up to 0.5 MFLOP and 2 threads won
 #: from 2 MFLOP (the C++ program with OMP_NUM_THREADS=1 and 2, NXC f32,
-#: C = 8-128; README, Performance). compile_op(..., tune=True) measures both.
+#: C = 8-128; docs/performance.md). compile_op(..., tune=True) measures both.
 SMALL_FLOPS = 1 << 20
 
 

@@ -12,7 +12,7 @@ machine it runs on (``_core.primitive_impl``, the primitive descriptor the Graph
 API's backend builds for the op), once per problem and process.
 
 An op whose kernel is missing (``"none"``) or only the reference one
-(``"reference"``) runs in f32 between oneDNN TypeCasts (``_as_f32``).
+(``"reference"``) runs in f32 between oneDNN TypeCasts (``_impl.as_f32``).
 """
 
 from __future__ import annotations

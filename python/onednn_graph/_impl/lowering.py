@@ -24,7 +24,7 @@ tests/api/test_lowering.py against the reference):
   ``[0, strides*(X-1) + dilations*(K-1) + 1)`` lie outside every kernel window,
   so the op runs on a view that leaves out just enough of them
   (``NativeOp.crop``) to make both pads >= 0: the backward ops never read them,
-  and the left-out outputs are the bias (or zero), which ``_call`` writes. When
+  and the left-out outputs are the bias (or zero), which ``_impl.call`` writes. When
   no position is left, no kernel window reaches the output at all: the result
   is the bias or zeros, written without oneDNN (``NativeOp.unreached``).
 * ConvolutionBackwardData with groups > 1 (3.2 builds a partition that fails to
@@ -275,7 +275,7 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     """What the package runs by default for `chosen` (``lower``'s answer) on `dtype`
     data: `chosen`, or the alternative that oneDNN 3.2 ran faster on nearly every shape
     measured (``python benchmarks/alternative_lowerings.py`` on the suite's 8 cases,
-    with ``--held-out`` on 12 others; README, Performance):
+    with ``--held-out`` on 12 others; docs/performance.md):
 
     * ConvTransposeBackwardWeights, f32, NXC, as ConvolutionBackwardWeights: 3.2 runs
       the native op (jit:avx512_core) on aBcd16b-blocked copies of both inputs, the
