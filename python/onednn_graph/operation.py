@@ -168,14 +168,14 @@ class Operation:
 
     @property
     def threads(self) -> Optional[int]:
-        """The OpenMP threads it was compiled for and runs on: 1 for a problem under
+        """The OpenMP threads it was compiled for and runs on; 1 for a problem under
         ``_cost.SMALL_FLOPS`` (or as tuning chose), None for oneDNN's default (all)."""
         return self._prepared.op.threads or None
 
     @property
     def tuning(self) -> Optional[dict[str, float]]:
-        """With ``tune=True``: median seconds per call of each way tried (lowering,
-        and thread count where set), else None."""
+        """Median seconds per call of each way tried (lowering, and thread count
+        where set) with ``tune=True``, else None."""
         return self._prepared.op.tuning
 
     @property

@@ -7,7 +7,7 @@ cache or compiles it (``_impl.compiled``), and executes it on the caller's memor
 
 from __future__ import annotations
 
-from typing import Any, Optional, TypeVar, Union
+from typing import Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
@@ -21,7 +21,7 @@ __all__ = [
     "conv_transpose_backprop_filters",
 ]
 
-Spatial = Any  # an int (every spatial axis) or a sequence with one int per axis
+Spatial = Union[int, Sequence[int]]  # an int (every spatial axis) or one int per axis
 #: The caller's ``out`` object (an ndarray, a torch tensor, ...): returned as given.
 OutT = TypeVar("OutT")
 

@@ -452,6 +452,8 @@ def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Plan
         On inconsistent channels, groups, batch or geometry, or a missing
         ``weights_shape``/``dst_shape``.
 
+    Examples
+    --------
     >>> p = plan("ConvTranspose", [(1, 4, 3), (4, 2, 2)], strides=2,
     ...          data_format="NCX", weights_format="IOX", groups=2)
     >>> p.output_shape, p.pads_begin

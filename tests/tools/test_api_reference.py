@@ -1,0 +1,100 @@
+"""The API reference (docs/api): Sphinx builds it without a warning, and it leaves no public name out.
+
+Truth: the public API is ``onednn_graph.__all__`` and each public module's ``__all__``
+(tests/api/test_public.py holds them to what the modules define); what the reference
+documents is the object inventory Sphinx writes with the HTML (``objects.inv``). Every
+public name that is not a module must be in it under its public name: a top-level name
+as ``onednn_graph.NAME`` (the same object reached through its module is documented
+once, there), any other module's name as ``onednn_graph.MODULE.NAME``; every public
+module must be in it as a module; and the summary table opening index.html must link
+every top-level name. Sphinx runs as the maintainers run it, on the installed package
+(docs/api/conf.py imports ``onednn_graph``), with warnings as errors, so a docstring that
+Sphinx cannot read (bad indentation, a broken inline markup, ...) fails here too.
+"""
+
+import importlib
+import re
+import subprocess
+import sys
+import types
+import zlib
+from pathlib import Path
+
+import pytest
+
+import onednn_graph as og
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "api"
+
+pytestmark = pytest.mark.skipif(
+    not (DOCS / "conf.py").is_file(),
+    reason="needs the source tree's docs/api (a wheel does not ship the reference's sources)")
+
+TOP_LEVEL = [n for n in og.__all__ if not isinstance(getattr(og, n), types.ModuleType)]
+MODULES = [n for n in og.__all__ if isinstance(getattr(og, n), types.ModuleType)]
+# Public but not in og.__all__ as a module: the function og.reproducer shadows its name.
+OTHER_MODULES = ["reproducer"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("api-html")
+    # Outside the source tree, so that `import onednn_graph` is the installed package.
+    result = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", str(DOCS), str(out)],
+        cwd=out, capture_output=True, text=True, timeout=600)
+    return result, out
+
+
+def _inventory(path):
+    """The Python objects of a Sphinx objects.inv: full name -> role (py:function, ...)."""
+    data = path.read_bytes()
+    header_end = 0
+    for _ in range(4):  # "# Sphinx inventory version 2", project, version, compression note
+        header_end = data.index(b"\n", header_end) + 1
+    names = {}
+    for line in zlib.decompress(data[header_end:]).decode().splitlines():
+        m = re.match(r"(.+?)\s+(py:\S+)\s+-?\d+\s", line)
+        if m:
+            names[m.group(1)] = m.group(2)
+    return names
+
+
+def _expected():
+    """Every public name, as the reference must spell it."""
+    names = {f"onednn_graph.{n}" for n in TOP_LEVEL}
+    for module in MODULES + OTHER_MODULES:
+        mod = importlib.import_module(f"onednn_graph.{module}")
+        for n in mod.__all__:
+            top = n in TOP_LEVEL and getattr(og, n) is getattr(mod, n)
+            names.add(f"onednn_graph.{n}" if top else f"onednn_graph.{module}.{n}")
+    return names
+
+
+def test_the_reference_builds_without_warnings(built):
+    result, _ = built
+    status = result.returncode
+    assert status == 0, f"sphinx -W failed (exit {status}):\n{result.stderr}\n{result.stdout[-3000:]}"
+
+
+def test_every_public_name_is_documented(built):
+    result, out = built
+    inventory = out / "objects.inv"
+    assert inventory.is_file(), f"no objects.inv:\n{result.stderr}\n{result.stdout[-3000:]}"
+    documented = _inventory(inventory)
+    missing = sorted(_expected() - set(documented))
+    assert not missing, f"public names missing from docs/api: {missing}"
+    modules = sorted(f"onednn_graph.{m}" for m in MODULES
+                     if documented.get(f"onednn_graph.{m}") != "py:module")
+    assert not modules, f"public modules missing from docs/api: {modules}"
+
+
+def test_the_summary_table_lists_every_top_level_name(built):
+    _, out = built
+    index = (out / "index.html").read_text(encoding="utf-8")
+    tables = re.findall(r'<table class="[^"]*autosummary.*?</table>', index, re.S)
+    assert tables, "index.html has no autosummary table"
+    linked = set(re.findall(r'href="[^"]*#onednn_graph\.(\w+)"', tables[0]))
+    missing = [n for n in TOP_LEVEL if n not in linked]
+    assert not missing, f"docs/api/index.rst's summary table leaves out {missing}"
