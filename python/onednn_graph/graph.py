@@ -36,10 +36,6 @@ def _check_list(where: str, role: str, items: Any, cls: type[T]) -> list[T]:
     return list(items)
 
 
-def _known(lt: _core.LogicalTensor) -> bool:
-    return lt.shape is not None and all(d >= 0 for d in lt.shape)
-
-
 class Op:
     """One operation, as the specification defines it.
 
@@ -114,9 +110,8 @@ class _Native:
             self.op = _core.Op(op.id, kind, inputs, outputs, attrs, op.name)
             return
         spec = _registry.spec(kind)
-        legacy = kind == _registry.LEGACY.kind
         # The shape argument in the op's own terms (the legacy op's filter_shape).
-        shape_name = "filter_shape" if legacy else spec.shape_attr
+        shape_name = _registry.shape_attr(kind)
         if shape_name and len(inputs) == len(spec.inputs) + 1:
             # 3.2 cannot compile a partition with the shape input: its values
             # become the attribute (the input takes precedence, as the spec says).
@@ -126,7 +121,7 @@ class _Native:
         # attribute, an output logical tensor of known shape says it.
         wants_shape = self.shape_input is not None or (shape_name and shape_name not in attrs)
         given = shape_values if shape_values is not None else (
-            out.shape if wants_shape and _known(out) else None)
+            out.shape if wants_shape and _as_f32.known_shape(out) else None)
         if given is not None and shape_name is not None:
             attrs[shape_name] = list(given)
         # What the op is compiled with, in its own terms (execute() compares the input's values).
@@ -135,7 +130,7 @@ class _Native:
         current, current_attrs, legacy_filter = shapes.current_form(kind, attrs)
         if legacy_filter is not None:
             outputs = [self._legacy_output(out, legacy_filter)]
-        if all(_known(t) for t in inputs) and (not shape_name or shape_name in attrs):
+        if all(_as_f32.known_shape(t) for t in inputs) and (not shape_name or shape_name in attrs):
             native = _plan.plan_call(kind, spec.inputs, inputs, attrs).native
             if native.unreached:
                 raise UnsupportedError(
@@ -171,7 +166,7 @@ class _Native:
     @staticmethod
     def _legacy_output(out: _core.LogicalTensor, filter_format: str) -> _core.LogicalTensor:
         """The legacy filter layout, described as current weights via strides."""
-        if not _known(out) or out.strides is None:
+        if not _as_f32.known_shape(out) or out.strides is None:
             raise UnsupportedError("ConvTransposeBackpropFilters needs a strided output "
                                    "logical tensor of known shape")
         weights_format = _registry.LEGACY.formats[filter_format]
@@ -371,7 +366,7 @@ class CompiledPartition:
             held = tuple(int(v) for v in values)
             _attrs.check_int_list(n.shape_name or "shape", held, 1)  # the spec's rule first
             out = n.source.outputs[0]
-            if _known(out) and held != tuple(out.shape):
+            if _as_f32.known_shape(out) and held != tuple(out.shape):
                 raise ValueError(f"the shape input (id {t.logical_tensor.id}) holds {held}, "
                                  f"but op {n.source.id}'s output was compiled with shape {out.shape}")
             if n.shape_value is None or held != n.shape_value:
@@ -410,7 +405,7 @@ def _needs_f32(op: _core.Op) -> bool:
     """Whether this CPU's oneDNN lacks an optimized kernel for native op `op`
     (``_impl.kernels``; only ops of known shapes are asked)."""
     tensors = op.inputs + op.outputs
-    if op.kind not in _registry.SPECS or not all(_known(t) for t in tensors):
+    if op.kind not in _registry.SPECS or not all(_as_f32.known_shape(t) for t in tensors):
         return False
     return _kernels.needs_f32(op.kind, op.attrs, op.outputs[0].dtype,
                               [t.shape for t in op.inputs], op.outputs[0].shape)

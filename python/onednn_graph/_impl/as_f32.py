@@ -27,9 +27,6 @@ from . import compiled as _compiled, dtypes as _dtypes
 from .compiled import CompiledOp, private_copy
 from ..errors import Error, UnsupportedError
 
-#: The dtypes a chain widens to f32.
-
-
 def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
     """Element strides of a C-contiguous array of `shape` (a zero dim counts as 1)."""
     strides, step = [], 1
@@ -39,13 +36,14 @@ def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _known(lt: Any) -> bool:
+def known_shape(lt: Any) -> bool:
+    """Whether logical tensor `lt` has a known rank and dims (-1 is an unknown dim)."""
     return lt.shape is not None and all(d >= 0 for d in lt.shape)
 
 
 def _f32(id: int, lt: Any, property: str = "variable") -> Any:
     """An f32 logical tensor of `lt`'s shape, C-contiguous (shape unknown: unknown)."""
-    if not _known(lt):
+    if not known_shape(lt):
         return _core.LogicalTensor(id, "f32", lt.shape, None, "strided", property)
     return _core.LogicalTensor(id, "f32", lt.shape, dense_strides(lt.shape), "strided", property)
 
@@ -86,16 +84,6 @@ def widen(ops: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any],
     body = [_core.Op(op.id, op.kind, [retyped(t) for t in op.inputs],
                      [retyped(t) for t in op.outputs], op.attrs, op.name) for op in ops]
     return casts_in + body + casts_out
-
-
-def _allocate(lt: Any) -> np.ndarray:
-    """A NumPy array with exactly `lt`'s shape, dtype and element strides."""
-    dtype = _dtypes.numpy_dtype(lt.dtype)
-    if tuple(lt.strides) == dense_strides(lt.shape):
-        return np.empty(lt.shape, dtype)
-    span = 1 + sum((d - 1) * s for d, s in zip(lt.shape, lt.strides)) if all(lt.shape) else 1
-    return np.lib.stride_tricks.as_strided(np.empty(max(span, 1), dtype), lt.shape,
-                                           [s * dtype.itemsize for s in lt.strides])
 
 
 class Chain:
@@ -139,7 +127,7 @@ class Chain:
                 known[t.id] = compiled.query_logical_tensor(t.id)
             in_ids, out_ids = [t.id for t in ins], [t.id for t in part.output_ports]
             if in_ids and all(i in self.fixed for i in in_ids):  # a constant's cast: once
-                results = [_allocate(known[i]) for i in out_ids]
+                results = [_compiled.array_for(known[i]) for i in out_ids]
                 compiled.execute_arrays(_compiled.stream(), [self.fixed[i] for i in in_ids], results)
                 self.fixed.update(zip(out_ids, results))
                 continue
@@ -158,7 +146,7 @@ class Chain:
         for compiled, in_ids, out_ids in self.steps:
             for i in out_ids:
                 if i not in arrays:
-                    arrays[i] = _allocate(self.layouts[i])
+                    arrays[i] = _compiled.array_for(self.layouts[i])
             compiled.execute_arrays(stream, [arrays[i] for i in in_ids], [arrays[i] for i in out_ids])
 
 

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import arrays as _arrays
+from . import arrays as _arrays, dtypes as _dtypes
 from ..errors import Error, UnsupportedError
 
 _engine: Any = None
@@ -53,6 +53,17 @@ def stream() -> Any:
 def meta(array: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(shape, element strides) as a logical tensor describes the array."""
     return tuple(array.shape), tuple(_arrays.element_strides(array))
+
+
+def array_for(lt: Any, fill: Optional[float] = None) -> np.ndarray:
+    """A new array with exactly logical tensor `lt`'s dtype, shape and element strides
+    (any positive strides; ``meta`` read backwards), filled with `fill` (None: left
+    uninitialised)."""
+    dtype = _dtypes.numpy_dtype(lt.dtype)
+    shape, strides = tuple(lt.shape), tuple(lt.strides)
+    span = max(1 + sum((d - 1) * s for d, s in zip(shape, strides)) if all(shape) else 1, 1)
+    buffer = np.empty(span, dtype) if fill is None else np.full(span, fill, dtype)
+    return np.lib.stride_tricks.as_strided(buffer, shape, [s * dtype.itemsize for s in strides])
 
 
 class CompiledOp:

@@ -26,9 +26,6 @@ from .. import _core, shapes
 from . import dtypes as _dtypes, registry as _registry, version as _version
 from ..errors import Error
 
-# The dtypes whose kernels depend on the CPU: _dtypes.LOW_PRECISION. f32 has optimized
-# kernels on every instruction set oneDNN dispatches to (SSE4.1 up) and is never probed.
-
 class Kernel(NamedTuple):
     """What oneDNN runs for one problem: ``status`` is ``"native"`` (an optimized
     kernel), ``"reference"`` (only its reference kernel) or ``"none"``;
@@ -112,8 +109,10 @@ def for_op(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[
 
 def probed(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],
            output_shape: Sequence[int]) -> Kernel | None:
-    """The kernel of a bf16/f16 op of a kind the probe knows (``for_op``), else None:
-    f32 and other kinds are not asked."""
+    """The kernel of a bf16/f16 op of a kind the probe knows (``for_op``), else None.
+    Only the low-precision dtypes' kernels depend on the CPU: f32 has optimized
+    kernels on every instruction set oneDNN dispatches to (SSE4.1 up) and is never
+    probed, nor are other kinds."""
     if dtype not in _dtypes.LOW_PRECISION or kind not in _registry.SPECS:
         return None
     return for_op(kind, attrs, dtype, input_shapes, output_shape)

@@ -71,7 +71,7 @@ def plan_call(kind: str, names: Sequence[str], inputs: Sequence[Any],
         raise TypeError(f"{kind}: all tensors must share one dtype, got {listing}")
     dtype = numpy_dtype(inputs[0].dtype)  # an array's, or a logical tensor's name
     attrs = dict(attrs)
-    given_name = "filter_shape" if kind == _registry.LEGACY.kind else _registry.spec(kind).shape_attr
+    given_name = _registry.shape_attr(kind)
     if given_name:
         attrs[given_name] = shape_arg(given_name, attrs.get(given_name))
         if attrs[given_name] is None:

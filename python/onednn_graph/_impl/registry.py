@@ -81,6 +81,8 @@ class LegacySpec:
     #: (shapes.from_legacy_filter: the two channel axes are swapped in memory).
     formats: dict[str, str]
     default_format: str
+    #: The attribute that gives its output's shape (the current op's weights_shape).
+    shape_attr: str = "filter_shape"
 
 
 CONV_TRANSPOSE = "ConvTranspose"
@@ -145,6 +147,12 @@ def function(kind: str) -> str:
 def input_names(kind: str) -> tuple[str, ...]:
     """The functional API's array arguments of `kind` (the legacy op's own names)."""
     return LEGACY.inputs if kind == LEGACY.kind else SPECS[kind].inputs
+
+
+def shape_attr(kind: str) -> str | None:
+    """The attribute that gives `kind`'s output shape in its own terms (the legacy
+    op's filter_shape), or None where the inputs determine it."""
+    return LEGACY.shape_attr if kind == LEGACY.kind else SPECS[kind].shape_attr
 
 
 def canonical_kind(kind: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _core, graph as _graph, reference, shapes, tolerance
-from . import compiled as _compiled, cost as _cost, dtypes as _dtypes, registry as _registry
+from . import compiled as _compiled, cost as _cost, registry as _registry
 from .._core import Tensor
 from ..errors import UnsupportedError
 
@@ -75,22 +75,13 @@ def _call(op: _graph.Op) -> _Call:
     kind, attrs = op.kind, op.attrs
     ids = [t.id for t in op.inputs]
     spec = _registry.spec(kind)
-    shape_attr = "filter_shape" if kind == _registry.LEGACY.kind else spec.shape_attr
+    shape_attr = _registry.shape_attr(kind)
     if shape_attr:
         ids = ids[:len(spec.inputs)]  # an s32 shape input gives what the output shape already says
         attrs.setdefault(shape_attr, list(op.outputs[0].shape))
     in_shapes = [tuple(t.shape) for t in op.inputs[:len(ids)]]
     current, kw, _ = shapes.current_form(kind, attrs)
     return _Call(reference_of(kind), ids, attrs, shapes.plan(current, in_shapes, **kw), in_shapes)
-
-
-def strided_array(lt: Any, fill: float = 0.0) -> np.ndarray:
-    """An array with exactly `lt`'s shape and element strides (any positive strides)."""
-    dtype = _dtypes.numpy_dtype(lt.dtype)
-    shape, strides = tuple(lt.shape), tuple(lt.strides)
-    size = 1 + sum((d - 1) * s for d, s in zip(shape, strides)) if all(shape) else 0
-    buffer = np.full(max(size, 1), fill, dtype)
-    return np.lib.stride_tricks.as_strided(buffer, shape, [s * dtype.itemsize for s in strides])
 
 
 def check_runnable(graph: _graph.Graph) -> None:
@@ -106,7 +97,7 @@ def check_runnable(graph: _graph.Graph) -> None:
 
 
 def _fill(rng: np.random.Generator, lt: Any, exact_r: Optional[int]) -> np.ndarray:
-    a = strided_array(lt)
+    a = _compiled.array_for(lt)
     if exact_r is None:
         a[...] = rng.uniform(-1, 1, size=a.shape)
     else:
@@ -147,7 +138,7 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
             else:
                 arrays[t.id] = _fill(rng, t, r)
     for tid in produced:
-        arrays[tid] = strided_array(lts[tid], np.nan)
+        arrays[tid] = _compiled.array_for(lts[tid], np.nan)
 
     engine, stream = _compiled.engine(), _compiled.stream()
     result = Result(passed=None)

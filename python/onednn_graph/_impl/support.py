@@ -17,19 +17,15 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from .. import _core, ops, reference, shapes, tolerance
+from .. import _core, ops, shapes, tolerance
 from . import (as_f32 as _as_f32, attrs as _attrs, compiled as _compiled, dtypes as _dtypes,
                kernels as _kernels, lowering as _lowering, plan as _plan,
-               registry as _registry)
+               registry as _registry, runner as _runner)
 from ..errors import Error, UnsupportedError
 
 def _function(kind: str) -> Callable[..., Any]:
     """`kind`'s function in the functional API."""
     return getattr(ops, _registry.function(kind))
-
-
-def _reference(kind: str) -> Callable[..., Any]:
-    return getattr(reference, _registry.function(kind))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,7 +111,7 @@ def problem(case: Case, seed: int = 0) -> Problem:
 
 
 def _reference_call(p: Problem) -> tuple[Any, list[np.ndarray], dict[str, Any]]:
-    ref_fn = _reference(p.case.kind)
+    ref_fn = _runner.reference_of(p.case.kind)
     kw = dict(p.kwargs)
     shape_arg = kw.pop(_registry.spec(p.case.kind).shape_attr or "", None)
     args = p.args + ([shape_arg] if shape_arg is not None else [])
