@@ -1,5 +1,5 @@
 // CallCache: the functional API's bounded LRU of prepared calls, and its hot
-// path. A cached call with a direct way to run (DirectCall) costs one native
+// path. A cached call with a direct way to run (a NativeCall) costs one native
 // call here: its key (call_signature), the lookup and the execution. Every
 // other call goes through Python (_call.run), which uses lookup() and store().
 //
@@ -50,11 +50,11 @@ public:
         return found->second->value;
     }
 
-    // Stores `value` (with its DirectCall, or None) under `key`, the most
+    // Stores `value` (with its NativeCall, or None) under `key`, the most
     // recently used; drops the least recently used beyond the capacity.
     void store(const py::object &key, const py::object &value, double compile_seconds, const py::object &direct) {
         // A wrong type fails here, not on a call.
-        const DirectCall *runner = direct.is_none() ? nullptr : &direct.cast<const DirectCall &>();
+        const NativeCall *runner = direct.is_none() ? nullptr : &direct.cast<const NativeCall &>();
         std::vector<Entry> dropped;
         compile_seconds_ += compile_seconds;
         const auto found = index_.find(key);
@@ -74,7 +74,7 @@ public:
 
     // The hot path: runs the cached call `kind`(*arrays, out=out, keywords
     // `values`) and returns its result; None when the call is not cached, has
-    // no direct way to run, or its DirectCall refused the arrays (nothing ran).
+    // no direct way to run, or its NativeCall refused the arrays (nothing ran).
     // Counts a hit only for a call it ran; Python's lookup counts the others.
     py::object call(dnnl::stream &stream, py::handle kind, py::handle arrays, py::handle out, py::handle values) {
         const py::object key = call_signature(kind, arrays, out, values);
@@ -83,7 +83,7 @@ public:
         if (found == index_.end() || !found->second->runner) return py::none();
         // Held here: another thread may drop the entry while oneDNN runs without the GIL.
         const py::object direct = found->second->direct;
-        const DirectCall *runner = found->second->runner;
+        const NativeCall *runner = found->second->runner;
         lru_.splice(lru_.end(), lru_, found->second);
         py::object result = runner->run(stream, arrays, out);
         if (!result.is_none()) ++hits_;
@@ -125,7 +125,7 @@ public:
 private:
     struct Entry {
         py::object key, value, direct;
-        const DirectCall *runner; // inside `direct` (null with it None): cast once, in store()
+        const NativeCall *runner; // inside `direct` (null with it None): cast once, in store()
     };
 
     void evict(std::vector<Entry> &dropped) {
@@ -152,11 +152,11 @@ void bind_call_cache(py::module_ &m) {
             .def("lookup", &CallCache::lookup, py::arg("key"),
                     "The value stored under `key`, or None; counts a hit or a miss.")
             .def("store", &CallCache::store, py::arg("key"), py::arg("value"), py::arg("compile_seconds"),
-                    py::arg("direct"), "Store `value` and its DirectCall (or None) under `key`.")
+                    py::arg("direct"), "Store `value` and its NativeCall (or None) under `key`.")
             .def("call", &CallCache::call, py::arg("stream"), py::arg("kind"), py::arg("arrays"),
                     py::arg("out"), py::arg("values"),
-                    "Run a cached call through its DirectCall and return the result; None when it\n"
-                    "is not cached, has no DirectCall, or was refused (nothing ran).")
+                    "Run a cached call through its NativeCall and return the result; None when it\n"
+                    "is not cached, has no NativeCall, or was refused (nothing ran).")
             .def_property("capacity", &CallCache::capacity, &CallCache::set_capacity,
                     "Most calls kept (least recently used go first; 0 keeps none).")
             .def("values", &CallCache::values, "The stored values, least recently used first.")

@@ -59,6 +59,7 @@ void bind_compiled_partition(py::module_ &m);
 void bind_tensor(py::module_ &m);
 void bind_call_signature(py::module_ &m);
 void bind_direct_call(py::module_ &m);
+void bind_chain_call(py::module_ &m);
 void bind_call_cache(py::module_ &m);
 void bind_kernel_probe(py::module_ &m);
 

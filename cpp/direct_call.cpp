@@ -17,8 +17,7 @@ py::object DirectCall::run(dnnl::stream &stream, py::handle arrays, py::handle o
         for (size_t i : order) ordered.push_back(inputs.items[i]);
         inputs.items = ordered.data();
     }
-    // A new result only reserves memory here: np.empty's pages are touched by oneDNN.
-    py::object target = out.is_none() ? py::object(py::array(dtype, shape)) : py::reinterpret_borrow<py::object>(out);
+    py::object target = result_or_out(out, dtype, shape);
     PyObject *const outputs[1] = {target.ptr()};
     CheckedArrays checked;
     try {
@@ -34,7 +33,11 @@ py::object DirectCall::run(dnnl::stream &stream, py::handle arrays, py::handle o
 }
 
 void bind_direct_call(py::module_ &m) {
-    py::class_<DirectCall>(m, "DirectCall",
+    py::class_<NativeCall>(m, "NativeCall", "A cached call run in one native call (DirectCall, ChainCall).")
+            .def("run", &NativeCall::run, py::arg("stream"), py::arg("arrays"), py::arg("out"),
+                    "Run on `arrays` (in the caller's order), writing `out` or a new result, and\n"
+                    "return it; None when anything is refused (nothing ran).");
+    py::class_<DirectCall, NativeCall>(m, "DirectCall",
             "A compiled op's call on the caller's arrays, checked and run in one native call.")
             .def(py::init([](py::object partition, std::vector<size_t> order, std::vector<py::ssize_t> shape,
                                   py::dtype dtype) {
@@ -53,13 +56,10 @@ void bind_direct_call(py::module_ &m) {
                                 + ", it holds " + std::to_string(i) + (i >= n ? "" : " twice"));
                     seen[i] = true;
                 }
-                return DirectCall {partition, &c, std::move(order), std::move(shape), std::move(dtype)};
+                return DirectCall(partition, &c, std::move(order), std::move(shape), std::move(dtype));
             }), py::arg("partition"), py::arg("order"), py::arg("shape"), py::arg("dtype"),
                     "`order[j]` is the caller's position of the partition's input j (empty: as\n"
-                    "given); `shape` and `dtype` are those of a new result.")
-            .def("run", &DirectCall::run, py::arg("stream"), py::arg("arrays"), py::arg("out"),
-                    "Run on `arrays` (in the caller's order), writing `out` or a new result, and\n"
-                    "return it; None when anything is refused (nothing ran).");
+                    "given); `shape` and `dtype` are those of a new result.");
 }
 
 } // namespace onednn_graph

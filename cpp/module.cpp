@@ -15,7 +15,8 @@ PYBIND11_MODULE(_core, m) {
     bind_compiled_partition(m);
     bind_graph(m);
     bind_call_signature(m);
-    bind_direct_call(m); // before CallCache, which runs DirectCalls
+    bind_direct_call(m); // before CallCache, which runs NativeCalls
+    bind_chain_call(m);
     bind_call_cache(m);
     bind_kernel_probe(m);
 }

@@ -7,7 +7,7 @@ import numpy as _np
 import collections.abc
 import numpy
 import typing
-__all__: list[str] = ['CallCache', 'CompiledPartition', 'DirectCall', 'Engine', 'Graph', 'LogicalTensor', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'clear_onednn_caches', 'cpu_isa', 'get_constant_tensor_cache', 'onednn_allocations', 'op_kinds', 'primitive_impl', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
+__all__: list[str] = ['CallCache', 'ChainCall', 'CompiledPartition', 'DirectCall', 'Engine', 'Graph', 'LogicalTensor', 'NativeCall', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'clear_onednn_caches', 'cpu_isa', 'get_constant_tensor_cache', 'onednn_allocations', 'op_kinds', 'primitive_impl', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
 class Engine:
     """
     A oneDNN engine (the CPU).
@@ -210,7 +210,16 @@ class Graph:
     @builtins.property
     def op_ids(self) -> list[int]:
         ...
-class DirectCall:
+class NativeCall:
+    """
+    A cached call run in one native call (DirectCall, ChainCall).
+    """
+    def run(self, stream: Stream, arrays: typing.Any, out: typing.Any) -> typing.Any:
+        """
+        Run on `arrays` (in the caller's order), writing `out` or a new result, and
+        return it; None when anything is refused (nothing ran).
+        """
+class DirectCall(NativeCall):
     """
     A compiled op's call on the caller's arrays, checked and run in one native call.
     """
@@ -219,10 +228,22 @@ class DirectCall:
         `order[j]` is the caller's position of the partition's input j (empty: as
         given); `shape` and `dtype` are those of a new result.
         """
-    def run(self, stream: Stream, arrays: typing.Any, out: typing.Any) -> typing.Any:
+class ChainCall(NativeCall):
+    """
+    The compiled partitions of an f32 chain run on the caller's arrays in one native call.
+    """
+    def __init__(self, steps: list, inputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], output: typing.SupportsInt | typing.SupportsIndex, fixed: dict, scratch: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], allocate: typing.Any, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dtype: numpy.dtype[typing.Any]) -> None:
         """
-        Run on `arrays` (in the caller's order), writing `out` or a new result, and
-        return it; None when anything is refused (nothing ran).
+        `steps`: (CompiledPartition, input slots, output slots) in execution order;
+        `inputs`: the slot of each caller array; `output`: the result's slot; `fixed`:
+        slot -> array for the chain's life; `scratch`: slots whose arrays `allocate()`
+        returns (a list, in that order) once per calling thread; `shape` and `dtype`:
+        those of a new result.
+        """
+    @builtins.property
+    def threads_with_buffers(self) -> int:
+        """
+        How many threads have scratch arrays (made on a thread's first call).
         """
 class CallCache:
     """
@@ -234,8 +255,8 @@ class CallCache:
         ...
     def call(self, stream: Stream, kind: typing.Any, arrays: typing.Any, out: typing.Any, values: typing.Any) -> typing.Any:
         """
-        Run a cached call through its DirectCall and return the result; None when it
-        is not cached, has no DirectCall, or was refused (nothing ran).
+        Run a cached call through its NativeCall and return the result; None when it
+        is not cached, has no NativeCall, or was refused (nothing ran).
         """
     def clear(self) -> None:
         """
@@ -247,7 +268,7 @@ class CallCache:
         """
     def store(self, key: typing.Any, value: typing.Any, compile_seconds: typing.SupportsFloat | typing.SupportsIndex, direct: typing.Any) -> None:
         """
-        Store `value` and its DirectCall (or None) under `key`.
+        Store `value` and its NativeCall (or None) under `key`.
         """
     def values(self) -> list:
         """

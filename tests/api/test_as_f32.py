@@ -8,6 +8,8 @@ where a test must run it on every CPU; which calls take it is the probe's answer
 this machine (_kernels), never a list of what one CPU did.
 """
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -74,6 +76,12 @@ def test_the_chain_computes_every_op(kind, dtype, data_format, geometry):
     assert kinds == ["TypeCast"] * len(arrays) + [way.kind, "TypeCast"]
     result = _support._check(p, out)
     assert result.ok, str(result)
+    # The native form of the chain (a cached call's) runs the same partitions: equal.
+    again = np.full_like(out, np.nan)
+    view = _call.crop(again, data_format, way.crop) if target is not out else again
+    call = chain.direct_call(target.shape, target.dtype)
+    assert call.run(_compiled.stream(), arrays, view) is view
+    np.testing.assert_array_equal(again, out)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -90,6 +98,9 @@ def test_the_package_takes_the_chain_where_the_probe_finds_no_kernel(kind, dtype
     assert isinstance(op, _as_f32.F32Chain) == (probe.status != "native"), probe
     if isinstance(op, _as_f32.F32Chain):
         assert op.lowering.endswith(f"in f32 between TypeCasts ({op.reason})")
+        [prepared] = _compiled.CACHE.values()
+        if not way.crop:  # a cropped call needs the Python path (_call.Prepared.run)
+            assert isinstance(prepared.direct, og._core.ChainCall)
         assert dtype in op.reason and og.cpu_isa() in op.reason
     else:
         assert op.dtype == dtype and "TypeCasts" not in op.lowering
@@ -119,6 +130,46 @@ def test_a_chain_writes_a_strided_out_and_refuses_what_it_cannot_take(rng, dtype
     with pytest.raises(TypeError, match="weights"):
         og.conv_transpose(x, w.astype(np.float32), strides=2, out=out)
     np.testing.assert_array_equal(out, before)
+
+
+def test_a_cached_chain_is_one_native_call_on_buffers_kept_per_thread(rng):
+    """_core.ChainCall, built directly so that it runs on every CPU: one set of f32
+    buffers per calling thread, made on its first call; results equal the Python
+    form's; anything it cannot take is refused (None) before any step runs."""
+    x, w = random(rng, (2, 5, 4, 6), "bf16"), random(rng, (3, 3, 4, 6), "bf16")  # NXC, XOI
+    attrs = _lowering.spelled_natively(og._impl.attrs.normalize("ConvTranspose", 2, strides=2))
+    shape = (2, 11, 9, 4)
+    chain = _as_f32.F32Chain("ConvTranspose", attrs, "bf16", [_compiled.meta(x), _compiled.meta(w)],
+                             (shape, _as_f32.dense_strides(shape)))
+    expected = np.empty(shape, x.dtype)
+    chain.execute([x, w], expected)
+    call = chain.direct_call(shape, x.dtype)
+    stream = _compiled.stream()
+    results = [call.run(stream, (x, w), None) for _ in range(3)]
+    assert call.threads_with_buffers == 1  # made once, reused by the later calls
+    for got in results:
+        np.testing.assert_array_equal(got, expected)
+    assert len({id(r) for r in results}) == 3  # each call returns a new result
+    other = []
+    thread = threading.Thread(target=lambda: other.append(call.run(stream, (x, w), None)))
+    thread.start()
+    thread.join()
+    assert call.threads_with_buffers == 2
+    np.testing.assert_array_equal(other[0], expected)
+    out = np.full(shape, 7, x.dtype)
+    # Refused, nothing written: a wrong shape, a wrong dtype, a torch-like object,
+    # an out that shares memory with an input, another number of arrays.
+    assert call.run(stream, (x[:1], w), out) is None
+    assert call.run(stream, (x.astype(np.float32), w), out) is None
+    assert call.run(stream, (memoryview(x.view(np.uint16)), w), out) is None
+    overlapping = np.zeros(x.size + w.size + int(np.prod(shape)), x.dtype)
+    x2 = overlapping[:x.size].reshape(x.shape)
+    x2[...] = x
+    assert call.run(stream, (x2, w), overlapping[:int(np.prod(shape))].reshape(shape)) is None
+    assert call.run(stream, (x,), out) is None
+    assert (out == 7).all()
+    assert call.run(stream, [x, w], out) is out
+    np.testing.assert_array_equal(out, expected)
 
 
 def test_constant_weights_are_cast_once(rng):

@@ -7,8 +7,10 @@ bf16/f16 input to f32, the ops in f32, a TypeCast of each bf16/f16 output back
 here). It computes what a native kernel of the dtype computes: a product of two
 bf16 or f16 values is exact in f32, the sums accumulate in f32 as oneDNN's
 bf16/f16 kernels do, and the result is rounded to the dtype once. The cost is
-memory: f32 copies of the inputs and the results, allocated per call (so that
-threads may share one chain).
+memory: f32 copies of the inputs and the results, made once per thread that
+runs the chain and reused by its later calls (threads may share one chain).
+A cached call runs the whole chain in one native call (``_core.ChainCall``,
+from ``Chain.native_call``), as a single partition runs in a ``DirectCall``.
 
 ``F32Chain`` is a chain of one op with the interface of ``_compiled.CompiledOp``
 (the functional API and ``compile_op``); the spec-level ``Graph`` runs any
@@ -17,6 +19,7 @@ partition as a ``Chain`` when it needs one (``_graph``).
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Optional, Sequence
 
@@ -133,27 +136,47 @@ class Chain:
                 continue
             self.steps.append((compiled, in_ids, out_ids))
         self.layouts = known  # every tensor's compiled logical tensor
+        boundary = {t.id for t in self.inputs + self.outputs} | set(self.fixed)
+        # The f32 tensors between the steps, whose arrays each thread makes once.
+        self.scratch_ids = sorted({i for _, ins, outs in self.steps for i in ins + outs} - boundary)
+        self._per_thread = threading.local()
+
+    def scratch(self) -> list[np.ndarray]:
+        """New arrays for ``scratch_ids``, in that order."""
+        return [_compiled.array_for(self.layouts[i]) for i in self.scratch_ids]
 
     def execute(self, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
         """Run on arrays for the boundary `inputs` and `outputs` (a constant input's
         array is not read: its copy is)."""
+        mine = getattr(self._per_thread, "arrays", None)
+        if mine is None:
+            mine = self._per_thread.arrays = dict(zip(self.scratch_ids, self.scratch()))
         arrays = dict(self.fixed)
+        arrays.update(mine)
         for lt, array in zip(self.inputs, inputs):
             arrays.setdefault(lt.id, array)
         for lt, array in zip(self.outputs, outputs):
             arrays[lt.id] = array
         stream = _compiled.stream()
         for compiled, in_ids, out_ids in self.steps:
-            for i in out_ids:
-                if i not in arrays:
-                    arrays[i] = _compiled.array_for(self.layouts[i])
             compiled.execute_arrays(stream, [arrays[i] for i in in_ids], [arrays[i] for i in out_ids])
+
+    def native_call(self, order: Sequence[int], shape: Sequence[int], dtype: np.dtype) -> Any:
+        """The chain with one output as a ``_core.ChainCall``: caller array ``j`` is
+        boundary input ``order[j]`` (empty: as given); a new result has `shape` and
+        `dtype`."""
+        assert len(self.outputs) == 1, "a chain call has one result"
+        ids = [t.id for t in self.inputs]
+        slots = [ids[i] for i in order] if order else ids
+        return _core.ChainCall([(c, ins, outs) for c, ins, outs in self.steps], slots,
+                               self.outputs[0].id, dict(self.fixed), self.scratch_ids, self.scratch,
+                               list(shape), dtype)
 
 
 class F32Chain:
     """One op on bf16/f16 data as a ``Chain``, with ``CompiledOp``'s arguments and
     interface (except that it has no single ``compiled`` partition: calls take the
-    Python path). `reason` says why it runs in f32 (``Operation.lowering``); `needed`
+    Python path, or a ``ChainCall``). `reason` says why it runs in f32 (``Operation.lowering``); `needed`
     is False where oneDNN has a kernel for the dtype, but only its reference one
     (the chain is then only faster)."""
 
@@ -189,6 +212,10 @@ class F32Chain:
     def execute(self, inputs: Sequence[np.ndarray], output: np.ndarray) -> None:
         """Run on `inputs` (a constant one must be ``self.constants[i]``) writing `output`."""
         self.chain.execute(inputs, [output])
+
+    def direct_call(self, shape: Sequence[int], dtype: np.dtype) -> Any:
+        """The chain as one native call on the caller's arrays (``_core.ChainCall``)."""
+        return self.chain.native_call((), shape, dtype)
 
     def graph_ops(self) -> list[Any]:
         """The chain as native ops on shared logical tensors (for reproducers)."""

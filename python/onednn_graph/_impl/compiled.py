@@ -124,6 +124,11 @@ class CompiledOp:
             raise Error(f"oneDNN inferred output shape {got.shape} for {describe}, "
                         f"expected {tuple(output[0])}", "invalid_shape")
 
+    def direct_call(self, shape: Sequence[int], dtype: np.dtype) -> Any:
+        """The op as one native call on the caller's arrays (``_core.DirectCall``),
+        writing a new result of `shape` and `dtype` or the caller's ``out``."""
+        return _core.DirectCall(self.compiled, self.input_order, shape, dtype)
+
     @property
     def label(self) -> str:
         """How it runs: the lowering, and the thread count where one was set."""

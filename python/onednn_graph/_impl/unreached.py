@@ -12,7 +12,7 @@ same checks of the arrays oneDNN would make.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -25,6 +25,10 @@ class Unreached:
     (``_call.Prepared.run``) writes ConvTranspose's bias where it is due."""
 
     compiled = None
+
+    def direct_call(self, shape: Any, dtype: Any) -> None:
+        """None: there is nothing for a native call to run."""
+        return None
     input_order: tuple[int, ...] = ()
 
     def __init__(self, kind: str, dtype: str, inputs: Sequence[tuple], output: tuple,

@@ -1,0 +1,152 @@
+// ChainCall (see direct_call.hpp): a cached f32 chain (a bf16/f16 op run as
+// TypeCast -> op in f32 -> TypeCast, _impl/as_f32.py) run in one native call.
+//
+// Each step is a compiled partition reading and writing slots: the caller's
+// arrays, the result, arrays fixed for the chain's life (a constant input's f32
+// copy) and f32 scratch arrays. The scratch arrays are made once per calling
+// thread (by the Python callable `allocate`) and reused by every later call on
+// that thread, so a repeated call allocates nothing but a new result; threads
+// never share them, so several may run one chain at once. Every step's arrays
+// are checked before the first step runs: a refusal leaves everything untouched.
+#include "direct_call.hpp"
+#include "execute.hpp"
+
+#include <thread>
+#include <unordered_map>
+
+namespace onednn_graph {
+
+namespace {
+
+struct Step {
+    py::object partition; // the CompiledPartition object: keeps it alive
+    const CompiledPartition *compiled;
+    std::vector<size_t> inputs, outputs; // slots, in the order the partition was compiled with
+};
+
+class ChainCall : public NativeCall {
+public:
+    ChainCall(const py::list &steps, std::vector<size_t> inputs, size_t output, const py::dict &fixed,
+            std::vector<size_t> scratch, py::object allocate, std::vector<py::ssize_t> shape, py::dtype dtype)
+        : inputs_(std::move(inputs))
+        , output_(output)
+        , scratch_slots_(std::move(scratch))
+        , allocate_(std::move(allocate))
+        , shape_(std::move(shape))
+        , dtype_(std::move(dtype)) {
+        size_t top = output_;
+        for (size_t s : inputs_) top = std::max(top, s);
+        for (size_t s : scratch_slots_) top = std::max(top, s);
+        for (const auto &item : fixed) {
+            const size_t slot = item.first.cast<size_t>();
+            fixed_.emplace_back(slot, py::reinterpret_borrow<py::array>(item.second));
+            top = std::max(top, slot);
+        }
+        for (const auto &item : steps) {
+            const auto step = item.cast<py::tuple>();
+            if (step.size() != 3) throw py::value_error("ChainCall: a step is (partition, input slots, output slots)");
+            Step s {step[0], &step[0].cast<const CompiledPartition &>(), step[1].cast<std::vector<size_t>>(),
+                    step[2].cast<std::vector<size_t>>()};
+            if (s.inputs.size() != s.compiled->inputs.size() || s.outputs.size() != s.compiled->outputs.size())
+                throw py::value_error("ChainCall: a step names another number of slots than its partition has");
+            for (size_t slot : s.inputs) top = std::max(top, slot);
+            for (size_t slot : s.outputs) top = std::max(top, slot);
+            steps_.push_back(std::move(s));
+        }
+        if (steps_.empty()) throw py::value_error("ChainCall: no steps");
+        slots_ = top + 1;
+    }
+
+    py::object run(dnnl::stream &stream, py::handle arrays, py::handle out) const override {
+        if (!out.is_none() && !exact_array(out)) return py::none();
+        const auto given = py::reinterpret_steal<py::object>(PySequence_Fast(arrays.ptr(), "arrays"));
+        if (!given) throw py::error_already_set();
+        const ArrayList caller = array_list(given);
+        if (caller.size != inputs_.size()) return py::none();
+        for (size_t i = 0; i < caller.size; ++i)
+            if (!py::isinstance<py::array>(caller.items[i])) return py::none();
+        // The result is written last, from the chain's own f32 copy: an `out`
+        // sharing memory with an input is refused as the direct call refuses it.
+        if (!out.is_none())
+            for (size_t i = 0; i < caller.size; ++i)
+                if (overlaps(py::reinterpret_borrow<py::array>(out),
+                            py::reinterpret_borrow<py::array>(caller.items[i])))
+                    return py::none();
+        py::object target = result_or_out(out, dtype_, shape_);
+        std::vector<PyObject *> slot(slots_, nullptr);
+        for (size_t i = 0; i < caller.size; ++i) slot[inputs_[i]] = caller.items[i];
+        for (const auto &f : fixed_) slot[f.first] = f.second.ptr(); // a constant's copy, not the caller's
+        const std::vector<py::object> &mine = scratch();
+        for (size_t j = 0; j < scratch_slots_.size(); ++j) slot[scratch_slots_[j]] = mine[j].ptr();
+        slot[output_] = target.ptr();
+        std::vector<CheckedArrays> checked(steps_.size());
+        try {
+            for (size_t k = 0; k < steps_.size(); ++k) {
+                const Step &s = steps_[k];
+                std::vector<PyObject *> ins, outs;
+                for (size_t i : s.inputs) ins.push_back(slot[i]);
+                for (size_t o : s.outputs) outs.push_back(slot[o]);
+                check_stream(*s.compiled, stream, "execute");
+                checked[k] = check_arrays(*s.compiled, "execute", ArrayList {ins.data(), ins.size()},
+                        ArrayList {outs.data(), outs.size()});
+            }
+        } catch (const py::type_error &) {
+            return py::none();
+        } catch (const py::value_error &) {
+            return py::none();
+        }
+        for (size_t k = 0; k < steps_.size(); ++k)
+            run_checked(*steps_[k].compiled, stream, checked[k]);
+        return target;
+    }
+
+    size_t threads_with_buffers() const { return scratch_.size(); }
+
+private:
+    // The calling thread's scratch arrays, made on its first call. Runs with the
+    // GIL held, as every access to scratch_ does; references into an
+    // unordered_map stay valid when other threads add theirs.
+    const std::vector<py::object> &scratch() const {
+        const auto id = std::this_thread::get_id();
+        auto found = scratch_.find(id);
+        if (found != scratch_.end()) return found->second;
+        const auto made = allocate_().cast<py::list>();
+        if (made.size() != scratch_slots_.size())
+            throw py::value_error("ChainCall: allocate() returned " + std::to_string(made.size())
+                    + " arrays, the chain has " + std::to_string(scratch_slots_.size()) + " scratch slots");
+        std::vector<py::object> arrays;
+        for (const auto &a : made) arrays.push_back(py::reinterpret_borrow<py::object>(a));
+        return scratch_.emplace(id, std::move(arrays)).first->second;
+    }
+
+    std::vector<Step> steps_;
+    std::vector<size_t> inputs_; // slot of each caller array
+    size_t output_;
+    std::vector<std::pair<size_t, py::array>> fixed_;
+    std::vector<size_t> scratch_slots_;
+    py::object allocate_;
+    std::vector<py::ssize_t> shape_;
+    py::dtype dtype_;
+    size_t slots_ = 0;
+    mutable std::unordered_map<std::thread::id, std::vector<py::object>> scratch_;
+};
+
+} // namespace
+
+void bind_chain_call(py::module_ &m) {
+    py::class_<ChainCall, NativeCall>(m, "ChainCall",
+            "The compiled partitions of an f32 chain run on the caller's arrays in one native call.")
+            .def(py::init<const py::list &, std::vector<size_t>, size_t, const py::dict &, std::vector<size_t>,
+                         py::object, std::vector<py::ssize_t>, py::dtype>(),
+                    py::arg("steps"), py::arg("inputs"), py::arg("output"), py::arg("fixed"), py::arg("scratch"),
+                    py::arg("allocate"), py::arg("shape"), py::arg("dtype"),
+                    "`steps`: (CompiledPartition, input slots, output slots) in execution order;\n"
+                    "`inputs`: the slot of each caller array; `output`: the result's slot; `fixed`:\n"
+                    "slot -> array for the chain's life; `scratch`: slots whose arrays `allocate()`\n"
+                    "returns (a list, in that order) once per calling thread; `shape` and `dtype`:\n"
+                    "those of a new result.")
+            .def_property_readonly("threads_with_buffers", &ChainCall::threads_with_buffers,
+                    "How many threads have scratch arrays (made on a thread's first call).");
+}
+
+} // namespace onednn_graph
