@@ -40,7 +40,7 @@ import numpy as np
 
 from onednn_graph import _core, ops, shapes
 from onednn_graph._impl import (as_f32 as _as_f32, attrs as _attrs, call as _call,
-                                compiled as _compiled, dtypes as _dtypes, info as _info,
+                                compiled as _compiled, dtypes as _dtypes, version as _version,
                                 plan as _plan, registry)
 from onednn_graph.operation import compile_op
 
@@ -517,7 +517,7 @@ def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], second
         torch_version = "PyTorch not installed"
     lines = [
         "# Benchmarks", "",
-        f"`python benchmarks/run.py` on {_info.cpu_model()}, "
+        f"`python benchmarks/run.py` on {_version.cpu_model()}, "
         f"{os.cpu_count()} cores, CPU ISA {cpu_isa()}; oneDNN {v.major}.{v.minor}.{v.patch} "
         f"({v.cpu_runtime}), onednn-graph {__version__}, NumPy {np.__version__}, {torch_version}; "
         f"{len(rows)} configurations in {seconds:.0f} s.", "",

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import ctypes
-import os
 import platform
-from importlib import metadata
 from typing import Any, Optional
 
 import ml_dtypes
@@ -13,39 +10,6 @@ import numpy as np
 
 from .. import _core
 from . import kernels as _kernels, version as _version
-
-
-def _threads() -> tuple[int, str]:
-    """oneDNN's thread count and where it came from."""
-    runtime = _version.onednn_version().cpu_runtime
-    if runtime == "omp":
-        try:  # libdnnl loaded libgomp into this process; ask the same runtime
-            return ctypes.CDLL("libgomp.so.1").omp_get_max_threads(), "omp_get_max_threads()"
-        except (OSError, AttributeError):
-            pass
-    if runtime == "seq":
-        return 1, "sequential runtime"
-    return len(os.sched_getaffinity(0)), "CPUs this process may use"
-
-
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo), what every benchmark figure says it
-    was measured on, or the platform's processor string elsewhere."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:  # pragma: no cover - not Linux
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _package_version() -> str:
-    try:
-        return metadata.version("onednn-graph")
-    except metadata.PackageNotFoundError:  # pragma: no cover - only from a source tree
-        return "unknown"
 
 
 def _support() -> Optional[list[dict[str, Any]]]:
@@ -80,15 +44,15 @@ def capabilities() -> dict[str, Any]:
     2
     """
     v = _version.onednn_version()
-    threads, source = _threads()
+    threads, source = _version.onednn_threads()
     return {
-        "package": _package_version(),
+        "package": _version.package_version(),
         "onednn": {"version": f"{v.major}.{v.minor}.{v.patch}", "hash": v.hash,
                    "cpu_runtime": v.cpu_runtime},
         "numpy": np.__version__,
         "ml_dtypes": ml_dtypes.__version__,
         "python": platform.python_version(),
-        "cpu": cpu_model(),
+        "cpu": _version.cpu_model(),
         "cpu_isa": _version.cpu_isa(),
         "threads": threads,
         "threads_source": source,

@@ -1,7 +1,12 @@
-"""Which oneDNN is linked and what it runs on."""
+"""Which oneDNN and package are installed, and what they run on: the CPU, its
+ISA, the thread count (what every measurement and tuning decision depends on)."""
 
 from __future__ import annotations
 
+import ctypes
+import os
+import platform
+from importlib import metadata
 from typing import NamedTuple
 
 from .. import _core
@@ -38,3 +43,37 @@ def cpu_isa() -> str:
     True
     """
     return _core.cpu_isa()
+
+
+def onednn_threads() -> tuple[int, str]:
+    """oneDNN's thread count and where it came from."""
+    runtime = onednn_version().cpu_runtime
+    if runtime == "omp":
+        try:  # libdnnl loaded libgomp into this process; ask the same runtime
+            return ctypes.CDLL("libgomp.so.1").omp_get_max_threads(), "omp_get_max_threads()"
+        except (OSError, AttributeError):
+            pass
+    if runtime == "seq":
+        return 1, "sequential runtime"
+    return len(os.sched_getaffinity(0)), "CPUs this process may use"
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), what every benchmark figure says it
+    was measured on, or the platform's processor string elsewhere."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return platform.processor() or platform.machine()
+
+
+def package_version() -> str:
+    """This package's installed version ("unknown" from a bare source tree)."""
+    try:
+        return metadata.version("onednn-graph")
+    except metadata.PackageNotFoundError:  # pragma: no cover - only from a source tree
+        return "unknown"
