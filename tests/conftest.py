@@ -37,3 +37,10 @@ def rng():
 @pytest.fixture(params=["f32", "bf16", "f16"])
 def dtype(request):
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def _own_tuning_database(monkeypatch, tmp_path):
+    """Each test tunes into an empty database of its own (and never into the user's
+    cache): a decision stored by one test must not spare another its measurement."""
+    monkeypatch.setenv("ONEDNN_GRAPH_TUNING_DB", str(tmp_path / "tuning-db"))

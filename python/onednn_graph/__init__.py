@@ -35,6 +35,7 @@ from ._core import Engine, LogicalTensor, Stream, onednn_allocations, reset_oned
 from ._impl.compiled import CacheInfo, cache_info, cached_ops, clear_cache, set_cache_capacity
 from ._impl.info import capabilities
 from ._impl.tuning import set_tuning, tuning_enabled
+from ._impl.tuning_db import TuningDatabase, TuningEntry, tuning_database
 from ._impl.version import cpu_isa, onednn_version
 from .graph import CompiledPartition, Graph, Op, Partition, Tensor
 from .graph_json import load_graph, save_graph
@@ -51,7 +52,7 @@ __all__ = [
     "compile_op", "Operation",
     # the call cache and tuning
     "cache_info", "CacheInfo", "cached_ops", "clear_cache", "set_cache_capacity", "set_tuning",
-    "tuning_enabled",
+    "tuning_enabled", "tuning_database", "TuningDatabase", "TuningEntry",
     # oneDNN's low-level objects
     "CompiledPartition", "Engine", "Graph", "LogicalTensor", "Op", "Partition", "Stream", "Tensor",
     # JSON graphs and reproducers
@@ -65,7 +66,7 @@ __all__ = [
     "shapes", "tolerance", "torch_like",
 ]
 _impl.export(__name__, cache_info, CacheInfo, cached_ops, clear_cache, set_cache_capacity,
-             set_tuning, tuning_enabled, capabilities, cpu_isa, onednn_version)
+             set_tuning, tuning_enabled, tuning_database, TuningDatabase, TuningEntry, capabilities, cpu_isa, onednn_version)
 
 
 def __dir__() -> list[str]:

@@ -1,4 +1,4 @@
-"""The ``onednn-graph`` command: ``info`` and ``run``.
+"""The ``onednn-graph`` command: ``info``, ``run``, ``tune`` and ``tuning``.
 
 ``run`` replays graphs in oneDNN's JSON format with benchdnn-style overrides
 (``overrides.py``), on oneDNN through the spec-level Graph (``_runner.py``),
@@ -7,11 +7,16 @@ JSON document. Exit status: 0 when every case passed, 1 when a case failed
 (numbers out of tolerance, or oneDNN could not compile or run it), 2 on bad
 input (unreadable file, unknown op kind/attribute/version, a malformed
 override); bad input wins over a failure when both happen.
+
+``tune`` measures each op of the cases as ``compile_op(..., tune=True)`` does
+and stores the decisions in the tuning database (``_impl/tuning_db.py``);
+``tuning`` shows or clears that database.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import os
@@ -67,6 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print one JSON document")
     run.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
                      help="progress bar on stderr (auto: when stderr is a terminal)")
+    tune = sub.add_parser("tune", help="tune each op of JSON cases ahead of time (the tuning "
+                          "database keeps the decisions)")
+    _case_options(tune)
+    tuning = sub.add_parser("tuning", help="show or clear the tuning database")
+    tuning.add_argument("--clear", action="store_true", help="forget this machine's decisions")
+    tuning.add_argument("--every-machine", action="store_true",
+                        help="with --clear: every machine's file in the directory")
+    tuning.add_argument("--json", action="store_true", help="print JSON")
     return parser
 
 
@@ -274,6 +287,68 @@ def cmd_info(ns: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def _ms(seconds: Optional[float]) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
+
+
+def cmd_tune(ns: argparse.Namespace) -> int:
+    from ._impl import tuning_db as _tuning_db
+    cases = expand(ns)
+    if not cases:
+        print("onednn-graph tune: no case given (CASE.json or --case)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    db = _tuning_db.tuning_database()
+    status = EXIT_PASS
+    for case in cases:
+        try:
+            graph = overrides.apply(
+                graph_json.load_graph(case.path),
+                overrides.parse_in_shapes(case.in_shapes) if case.in_shapes else None,
+                overrides.parse_op_attrs(case.op_attrs) if case.op_attrs else None,
+                overrides.parse_dt(case.dt) if case.dt else None)
+            tuned = _runner.tune(graph)
+        except (OSError, TypeError, ValueError) as exc:
+            print(f"{case.label}: BAD INPUT: {exc}")
+            status = EXIT_BAD_INPUT
+            continue
+        except Error as exc:  # UnsupportedError included: a case the linked oneDNN cannot run
+            print(f"{case.label}: {type(exc).__name__}: {exc}")
+            status = max(status, EXIT_FAIL)
+            continue
+        for op_id, kind, op in tuned:
+            how = op.lowering + (f", on {op.threads} thread(s)" if op.threads else "")
+            timed = ", ".join(f"{label}: {_ms(t)}" for label, t in sorted((op.tuning or {}).items()))
+            print(f"{case.label} op {op_id} {kind} {op.dtype}: {how}" + (f" ({timed})" if timed else ""))
+    where = db.path if db.path is not None else "memory only ($ONEDNN_GRAPH_TUNING_DB=off)"
+    print(f"\n{len(db)} decision(s) for this machine in {where}")
+    return status
+
+
+def cmd_tuning(ns: argparse.Namespace) -> int:
+    from ._impl import tuning_db as _tuning_db
+    db = _tuning_db.tuning_database()
+    if ns.every_machine and not ns.clear:
+        print("onednn-graph tuning: --every-machine goes with --clear", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if ns.clear:
+        dropped = db.clear(every_machine=ns.every_machine)
+        print(f"cleared {dropped} decision(s)" + (f" from {db.directory}" if db.directory else ""))
+        return EXIT_PASS
+    entries = db.entries()
+    if ns.json:
+        print(json.dumps({"path": str(db.path) if db.path else None, "machine": db.machine,
+                          "decisions": [dataclasses.asdict(e) for e in entries]}, indent=2))
+        return EXIT_PASS
+    print(f"tuning database: {db.path if db.path is not None else 'memory only'}")
+    print("machine: " + ", ".join(f"{k} {v}" for k, v in db.machine.items()))
+    for e in entries:
+        best = min(e.seconds.values(), default=None)
+        print(f"  {e.problem}\n    -> {e.lowering}" + (f", on {e.threads} thread(s)" if e.threads else "")
+              + f" ({_ms(best)}; {len(e.seconds)} way(s) timed {e.measured})")
+    print(f"{len(entries)} decision(s)")
+    return EXIT_PASS
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``onednn-graph`` console script and ``python -m onednn_graph``."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -281,7 +356,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ns, extra = parser.parse_known_args(argv)
     _take_cases(parser, ns, extra)
     try:
-        return {"info": cmd_info, "run": cmd_run}[ns.command](ns)
+        return {"info": cmd_info, "run": cmd_run, "tune": cmd_tune,
+                "tuning": cmd_tuning}[ns.command](ns)
     except BrokenPipeError:  # e.g. `onednn-graph run ... | head`: the reader has gone
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAIL

@@ -20,7 +20,7 @@ import numpy as np
 from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, cost as _cost,
                dtypes as _dtypes, kernels as _kernels, lowering as _lowering, plan as _plan,
-               tuning as _tuning, unreached as _unreached)
+               tuning as _tuning, tuning_db as _tuning_db, unreached as _unreached)
 from .dtypes import dtype_name
 from ..errors import UnsupportedError
 
@@ -44,11 +44,12 @@ class Prepared:
         self.copy_inputs, self.crop_input, self.crop = copy_inputs, crop_input, crop
         self.any_copy = any(copy_inputs)
         self.data_format, self.out_perm = data_format, out_perm
-        # The caller's arrays go to oneDNN as they are: a native DirectCall
-        # checks every buffer as execute_arrays does, and runs the call.
+        # The caller's arrays go to oneDNN as they are: a native call (a DirectCall,
+        # or a ChainCall for an f32 chain) checks every buffer as execute_arrays
+        # does, and runs the call.
         self.direct: Any = None
-        if not crop and out_perm is None and not self.any_copy and op.compiled is not None:
-            self.direct = _core.DirectCall(op.compiled, op.input_order, output_shape, dtype)
+        if not crop and out_perm is None and not self.any_copy:
+            self.direct = op.direct_call(output_shape, dtype)
 
     def run_direct(self, arrays: Sequence[Any], out: Any) -> Any:
         """The hot path: `arrays` (and `out`, or a new result) straight to oneDNN,
@@ -121,6 +122,7 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
         copied = tuple(not _arrays.describable(a) for a in inputs)
     copy_inputs = copied
     arrays = [np.ascontiguousarray(a) if not _arrays.describable(a) else a for a in inputs]
+    layouts = [_compiled.meta(a) for a in arrays]  # what is compiled for (before any crop)
     if tune:
         for array, original in zip(arrays, inputs):
             if array is not original:  # the package's own copy, e.g. of an input given as a shape:
@@ -150,7 +152,19 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
     constants = {constant: arrays[constant]} if constant is not None else None
     size = _cost.problem(plan, input_shapes)
     chosen_threads = threads is None
-    if threads is None:
+    # A decision the tuning database holds for this problem on this machine:
+    # compile only the formulation it names, and time nothing.
+    tune_key, decision, decided = None, None, None
+    if tune and not way.unreached:
+        tune_key = _tuning_db.problem_key(
+            [cp.kind, dtype_name(dtype), native.kind, native.attrs, native.crop,
+             layouts, _out_layout(out_meta), constant,
+             "auto" if chosen_threads else threads])
+        decision = _tuning_db.tuning_database().get(tune_key)
+        decided = _decided_way(decision, cp)
+    if decided is not None:
+        way, threads = decided
+    elif threads is None:
         threads = _cost.threads(size)
     op: Any = None
     if way.unreached:  # no kernel window reaches the output: nothing to compile
@@ -160,7 +174,7 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
         try:
             op = _compile(way, dtype_name(dtype), arrays, target, constants, threads)
         except UnsupportedError:
-            way = native  # the faster formulation is a preference, not a need
+            way, decided = native, None  # the faster formulation is a preference, not a need
     if op is None:
         try:
             op = _compile(native, dtype_name(dtype), arrays, target, constants, threads)
@@ -171,11 +185,45 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
             raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
                                    exc.status) from None
     op.lowering = _lowering_of(op, way)
-    if tune and target.size and not way.unreached:
+    if decided is not None and decision is not None:
+        op.tuning = dict(decision.get("seconds", {})) or None
+    elif tune_key is not None and target.size:
         op = _tune(op, plan, input_shapes, native, arrays, target, constants,
                    size.flops if chosen_threads else None)
+        _tuning_db.tuning_database().put(tune_key, {
+            "problem": _problem_text(cp, inputs, result_shape), "kind": op.kind,
+            "lowering": op.lowering, "threads": op.threads, "seconds": op.tuning or {}})
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, way.crop,
                     plan.attrs.data_format, out_perm)
+
+
+def _out_layout(out_meta: Optional[tuple]) -> Optional[tuple]:
+    """A caller's `out` as the tuning key sees it: None when it is C-contiguous,
+    which compiles the same call as a new result."""
+    if out_meta is None or tuple(out_meta[1]) == _as_f32.dense_strides(out_meta[0]):
+        return None
+    return tuple(out_meta[0]), tuple(out_meta[1])
+
+
+def _decided_way(decision: Optional[dict[str, Any]], cp: _plan.CallPlan
+                 ) -> Optional[tuple[_lowering.NativeOp, int]]:
+    """The formulation and thread count a stored `decision` names for `cp`, or None
+    (no decision, or one naming a formulation this problem no longer has)."""
+    if decision is None:
+        return None
+    ways = [cp.native, *_lowering.alternatives(cp.plan, cp.input_shapes, cp.native)]
+    for way in ways:
+        if way.kind == decision.get("kind"):
+            return way, int(decision.get("threads", 0))
+    return None
+
+
+def _problem_text(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], result: Sequence[int]) -> str:
+    """A problem as a person reads it in the tuning database."""
+    a = cp.plan.attrs
+    arrays = ", ".join(f"{n} {tuple(x.shape)}" for n, x in zip(cp.names, inputs))
+    return (f"{cp.kind} {cp.dtype_name} {a.data_format}/{a.weights_format}: {arrays} -> "
+            f"{tuple(result)}; strides {a.strides}, groups {a.groups}, dilations {a.dilations}")
 
 
 def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], target: np.ndarray,

@@ -19,7 +19,8 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _core, graph as _graph, reference, shapes, tolerance
-from . import compiled as _compiled, cost as _cost, registry as _registry
+from . import compiled as _compiled, cost as _cost, plan as _plan, registry as _registry
+from .call import prepare
 from .._core import Tensor
 from ..errors import UnsupportedError
 
@@ -94,6 +95,29 @@ def check_runnable(graph: _graph.Graph) -> None:
             if t.shape is None or any(d < 0 for d in t.shape) or t.strides is None:
                 raise ValueError(f"op {op.id}: tensor {t.id} needs a known shape and strides "
                                  "(give them with --in-shapes)")
+
+
+def tune(graph: _graph.Graph) -> list[tuple[int, str, Any]]:
+    """Tune each op of `graph` alone, as ``compile_op(..., tune=True)`` does for its
+    shapes, strides, dtype and attributes (on inputs of ones), keeping the decisions
+    in the tuning database; returns (op id, kind, the compiled op) per op.
+
+    The decisions serve later calls of those problems with tuning on (the
+    functional API under ``set_tuning(True)``, ``compile_op(..., tune=True)``); a
+    graph replayed by ``run`` is compiled as oneDNN partitions and not tuned.
+    """
+    check_runnable(graph)
+    done = []
+    for op in graph.ops:
+        call = _call(op)
+        names = _registry.input_names(op.kind)[:len(call.input_ids)]
+        lts = {t.id: t for t in op.inputs}
+        arrays = [_compiled.array_for(lts[i], 1.0) for i in call.input_ids]
+        out = op.outputs[0]
+        plan = _plan.plan_call(op.kind, names, arrays, call.kwargs)
+        prepared = prepare(plan, arrays, (tuple(out.shape), tuple(out.strides)), tune=True)
+        done.append((op.id, op.kind, prepared.op))
+    return done
 
 
 def _fill(rng: np.random.Generator, lt: Any, exact_r: Optional[int]) -> np.ndarray:

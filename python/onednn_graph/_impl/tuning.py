@@ -12,6 +12,7 @@ the package's error bound (tests/api/test_tuning.py).
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from typing import Sequence
@@ -22,13 +23,19 @@ from .compiled import CompiledOp
 
 # og.set_tuning(True): the functional API tunes each new problem too (like
 # torch.backends.cudnn.benchmark). Off by default: it multiplies a first call's
-# cost, and a problem's result may then differ in rounding from an untuned run.
-_functional = False
+# cost (unless the tuning database holds the problem), and a problem's result may
+# then differ in rounding from an untuned run. ONEDNN_GRAPH_TUNING=1 turns it on
+# for a program that does not call set_tuning.
+ENV = "ONEDNN_GRAPH_TUNING"
+_functional = os.environ.get(ENV, "").strip().lower() not in ("", "0", "off", "false", "no")
 
 
 def set_tuning(enabled: bool) -> None:
     """Let the functional API measure every lowering of a new problem and keep the
     fastest, as ``compile_op(..., tune=True)`` does (cached calls are unaffected).
+    Decisions are kept in the tuning database (``tuning_database()``), so a
+    problem is measured once per machine. At import, ``ONEDNN_GRAPH_TUNING=1``
+    sets it on.
 
     Examples
     --------
