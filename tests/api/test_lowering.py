@@ -85,13 +85,14 @@ CASES = [
     ("cbd-groups-negative-pads", CBD, "NCX", dict(groups=2, pads_begin=-1), False,
      (CT, "ConvTranspose over the same weights (groups > 1), " + _lowering.ON_A_VIEW,
       ((1, 0), (1, 0)), False), None),
-    # preferred(): measured faster forms, NXC only (lowering.preferred's docstring).
-    ("ctbw-f32-nxc", CTBW, "NXC", dict(strides=2), False,
+    # preferred(): measured faster forms, NXC only (lowering.preferred's docstring);
+    # these hold on every CPU family (test_tuning.DEFAULTS pins each family's rules).
+    ("ctbw-grouped-f32-nxc", CTBW, "NXC", dict(strides=2, groups=2), False,
      (CTBW, "native", (), False),
      ("ConvolutionBackwardWeights", "ConvolutionBackwardWeights of diff_dst and src")),
     ("ctbd-grouped-nxc", CTBD, "NXC", dict(strides=2, groups=2), False,
      (CTBD, "native", (), False), ("Convolution", "Convolution over the same weights")),
-    ("ctbd-nxc-groups-1-as-written", CTBD, "NXC", dict(strides=2), False,
+    ("ctbd-grouped-ncx-as-written", CTBD, "NCX", dict(strides=2, groups=2), False,
      (CTBD, "native", (), False), None),
 ]
 

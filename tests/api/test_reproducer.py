@@ -60,11 +60,11 @@ def test_lowered_calls_write_what_onednn_ran(rng):
 
 
 def test_a_call_run_another_way_by_default_writes_that_way(rng, tmp_path):
-    """f32 NXC ConvTransposeBackwardWeights runs as the ConvolutionBackwardWeights of
-    diff_dst and src (_lowering.preferred): the file has that op, its inputs in the
-    order it takes them, and replays exactly."""
+    """Grouped f32 NXC ConvTransposeBackwardWeights runs as the ConvolutionBackwardWeights
+    of diff_dst and src on every CPU family (_lowering.preferred): the file has that op,
+    its inputs in the order it takes them, and replays exactly."""
     x = rng.integers(-2, 3, (1, 5, 6, 4)).astype(np.float32)
-    kw = dict(strides=2, pads_begin=1, pads_end=0, data_format="NXC", weights_format="XOI")
+    kw = dict(strides=2, pads_begin=1, pads_end=0, groups=2, data_format="NXC", weights_format="XOI")
     w_shape = (3, 2, 3, 4)
     dy = rng.integers(-2, 3, shapes.output_shape("ConvTranspose", [x.shape, w_shape], **kw))
     dy = dy.astype(np.float32)

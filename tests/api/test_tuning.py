@@ -144,34 +144,60 @@ def test_set_tuning_lets_the_functional_api_tune_new_problems():
         og.set_tuning(1)
 
 
-# (kind, dtype, data_format, groups): the op kind the package runs by default. The
-# rule comes from timings (_lowering.preferred); these pin it, and the results.
+# (kind, dtype, data_format, groups, on AVX-512, below AVX-512): the op kind the
+# package runs by default on each CPU family. The rules come from timings
+# (_lowering.preferred); these pin them, and the results.
 DEFAULTS = [
-    ("ConvTransposeBackwardWeights", "f32", "NXC", 1, "ConvolutionBackwardWeights"),
-    ("ConvTransposeBackwardWeights", "f32", "NXC", "depthwise", "ConvolutionBackwardWeights"),
-    ("ConvTransposeBackwardWeights", "bf16", "NXC", 1, "ConvTransposeBackwardWeights"),
-    ("ConvTransposeBackwardWeights", "f32", "NCX", 1, "ConvTransposeBackwardWeights"),
-    ("ConvTransposeBackwardData", "f32", "NXC", 2, "Convolution"),
-    ("ConvTransposeBackwardData", "bf16", "NXC", "depthwise", "Convolution"),
-    ("ConvTransposeBackwardData", "f16", "NXC", "depthwise", "ConvTransposeBackwardData"),
-    ("ConvTransposeBackwardWeights", "f16", "NXC", 1, "ConvTransposeBackwardWeights"),
-    ("ConvTransposeBackwardData", "f32", "NXC", 1, "ConvTransposeBackwardData"),
-    ("ConvTransposeBackwardData", "f32", "NCX", 2, "ConvTransposeBackwardData"),
-    ("ConvTranspose", "f32", "NXC", 1, "ConvTranspose"),
-    ("ConvolutionBackwardData", "f32", "NXC", 1, "ConvolutionBackwardData"),
+    ("ConvTransposeBackwardWeights", "f32", "NXC", 1, "ConvolutionBackwardWeights",
+     "ConvTransposeBackwardWeights"),
+    ("ConvTransposeBackwardWeights", "f32", "NXC", "depthwise", "ConvolutionBackwardWeights",
+     "ConvolutionBackwardWeights"),
+    ("ConvTransposeBackwardWeights", "bf16", "NXC", 1, "ConvTransposeBackwardWeights",
+     "ConvTransposeBackwardWeights"),
+    ("ConvTransposeBackwardWeights", "f32", "NCX", 1, "ConvTransposeBackwardWeights",
+     "ConvTransposeBackwardWeights"),
+    ("ConvTransposeBackwardData", "f32", "NXC", 2, "Convolution", "Convolution"),
+    ("ConvTransposeBackwardData", "bf16", "NXC", "depthwise", "Convolution", "Convolution"),
+    ("ConvTransposeBackwardData", "f16", "NXC", "depthwise", "ConvTransposeBackwardData",
+     "ConvTransposeBackwardData"),
+    ("ConvTransposeBackwardWeights", "f16", "NXC", 1, "ConvTransposeBackwardWeights",
+     "ConvTransposeBackwardWeights"),
+    ("ConvTransposeBackwardData", "f32", "NXC", 1, "ConvTransposeBackwardData", "Convolution"),
+    ("ConvTransposeBackwardData", "bf16", "NXC", 1, "ConvTransposeBackwardData",
+     "ConvTransposeBackwardData"),
+    ("ConvTransposeBackwardData", "f32", "NCX", 2, "ConvTransposeBackwardData",
+     "ConvTransposeBackwardData"),
+    ("ConvTranspose", "f32", "NXC", 1, "ConvTranspose", "ConvTranspose"),
+    ("ConvolutionBackwardData", "f32", "NXC", 1, "ConvolutionBackwardData", "ConvolutionBackwardData"),
 ]
 
 
-@pytest.mark.parametrize("kind, dtype, data_format, groups, runs_as", DEFAULTS)
+@pytest.mark.parametrize("kind, dtype, data_format, groups, on_avx512, below", DEFAULTS)
+@pytest.mark.parametrize("isa", ["avx512_core_amx", "avx512_core_bf16", "avx2", "sse41"])
+def test_the_default_rules_of_each_cpu_family(kind, dtype, data_format, groups, on_avx512, below, isa):
+    """The rule table itself, for every family on any machine."""
+    p = _problem(kind, GEOMETRIES[1], data_format, dtype, groups)
+    in_shapes = [a.shape for a in p.args]
+    plan = shapes.plan(kind, in_shapes, **p.kwargs)
+    native = _lowering.lower(plan, in_shapes)
+    way = _lowering.preferred(plan, in_shapes, native, dtype, isa)
+    assert way.kind == (on_avx512 if _lowering.avx512(isa) else below)
+    assert (f"on {isa})" in way.lowering) == (way.kind != kind), way.lowering
+
+
+@pytest.mark.parametrize("kind, dtype, data_format, groups, on_avx512, below", DEFAULTS)
 @pytest.mark.parametrize("geometry", [GEOMETRIES[1], GEOMETRIES[5], GEOMETRIES[6]])
-def test_the_default_formulation(kind, dtype, data_format, groups, runs_as, geometry):
-    """The functional API and compile_op run the same formulation, say which, and
-    compute the op (truth: the reference) in a plain, a folded and a cropped geometry."""
+def test_the_default_formulation(kind, dtype, data_format, groups, on_avx512, below, geometry):
+    """The functional API and compile_op run the same formulation on this CPU, say which,
+    and compute the op (truth: the reference) in a plain, a folded and a cropped geometry."""
+    isa = og.cpu_isa()
+    runs_as = on_avx512 if _lowering.avx512(isa) else below
     p = _problem(kind, geometry, data_format, dtype, groups)
     inputs = dict(zip(registry.input_names(kind), p.args))
     op = og.compile_op(kind, **inputs, **p.kwargs)
     assert op._prepared.op.kind == runs_as
-    reason = f"(faster on oneDNN 3.2 for {dtype} NXC" + (" with groups > 1)" if groups != 1 else ")")
+    reason = f"(faster on oneDNN 3.2 for {dtype} NXC" + (" with groups > 1" if groups != 1 else "") + \
+        f" on {isa})"
     assert (reason in op.lowering) == (runs_as != kind), op.lowering
     result = _support._check(p, op(*p.args))
     assert result.ok, str(result)
@@ -193,7 +219,8 @@ def test_the_default_falls_back_to_the_native_op(monkeypatch):
         return real(kind, *args, **kwargs)
 
     monkeypatch.setattr(_compiled, "CompiledOp", refuse_the_alternative)
-    p = _problem("ConvTransposeBackwardWeights", GEOMETRIES[1], "NXC", "f32")
+    # Depthwise: its default is the alternative on every CPU family (DEFAULTS).
+    p = _problem("ConvTransposeBackwardWeights", GEOMETRIES[1], "NXC", "f32", "depthwise")
     x, dy = p.args
     op = og.compile_op("ConvTransposeBackwardWeights", src=x, diff_dst=dy, **p.kwargs)
     assert op.lowering == "native" and op._prepared.op.kind == "ConvTransposeBackwardWeights"
@@ -202,10 +229,10 @@ def test_the_default_falls_back_to_the_native_op(monkeypatch):
 
 
 def test_tuning_a_problem_whose_default_is_an_alternative_times_the_native_op_too():
-    p = _problem("ConvTransposeBackwardWeights", GEOMETRIES[1], "NXC", "f32")
+    p = _problem("ConvTransposeBackwardWeights", GEOMETRIES[1], "NXC", "f32", "depthwise")
     x, dy = p.args
     op = og.compile_op("ConvTransposeBackwardWeights", src=x, diff_dst=dy, threads=0,
                        tune=True, **p.kwargs)
-    assert set(op.tuning) == {"native", "ConvolutionBackwardWeights of diff_dst and src "
-                                        "(faster on oneDNN 3.2 for f32 NXC)"}
+    assert set(op.tuning) == {"native", "ConvolutionBackwardWeights of diff_dst and src (faster on "
+                                        f"oneDNN 3.2 for f32 NXC with groups > 1 on {og.cpu_isa()})"}
     assert op.lowering == min(op.tuning, key=op.tuning.get)

@@ -211,7 +211,8 @@ def _decided_way(decision: Optional[dict[str, Any]], cp: _plan.CallPlan
     (no decision, or one naming a formulation this problem no longer has)."""
     if decision is None:
         return None
-    ways = [cp.native, *_lowering.alternatives(cp.plan, cp.input_shapes, cp.native)]
+    # The default first: a decision for it keeps the default's description.
+    ways = [cp.way, cp.native, *_lowering.alternatives(cp.plan, cp.input_shapes, cp.native)]
     for way in ways:
         if way.kind == decision.get("kind"):
             return way, int(decision.get("threads", 0))

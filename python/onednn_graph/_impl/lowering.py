@@ -53,10 +53,10 @@ ran that form faster on nearly every shape measured.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from .. import shapes
-from . import attrs as _attrs, registry as _registry
+from . import attrs as _attrs, registry as _registry, version as _version
 
 NATIVE_AUTO_PAD = {"none": "None", "same_upper": "SAME_UPPER",
                    "same_lower": "SAME_LOWER", "valid": "VALID"}
@@ -270,32 +270,51 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     return []
 
 
+def avx512(isa: str) -> bool:
+    """Whether oneDNN ISA `isa` (``cpu_isa()``) is of the AVX-512 family, where the
+    default rules below were measured on Sapphire Rapids; below it, on an AVX2 EPYC."""
+    return isa.startswith("avx512")
+
+
 def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
-              dtype: str) -> NativeOp:
+              dtype: str, isa: Optional[str] = None) -> NativeOp:
     """What the package runs by default for `chosen` (``lower``'s answer) on `dtype`
-    data: `chosen`, or the alternative that oneDNN 3.2 ran faster on nearly every shape
+    data on a CPU where oneDNN dispatches to `isa` (default: this one's): `chosen`,
+    or the alternative that oneDNN 3.2 ran faster there on nearly every shape
     measured (``python benchmarks/alternative_lowerings.py`` on the suite's 8 cases,
-    with ``--held-out`` on 12 others; docs/performance.md):
+    with ``--held-out`` on 12 others; docs/alternative-lowerings.md). The CPU family
+    matters, because the kernels oneDNN has for each formulation differ:
 
-    * ConvTransposeBackwardWeights, f32, NXC, as ConvolutionBackwardWeights: 3.2 runs
-      the native op (jit:avx512_core) on aBcd16b-blocked copies of both inputs, the
-      convolution on the caller's channels-last buffers. 0.24-0.86x the native time
-      on 15 of 20 shapes, 0.97-1.05x on 4, 1.12x on one (wavenet-1d).
-    * ConvTransposeBackwardData, groups > 1, NXC (f32 and bf16), as the forward
-      Convolution: its brdgmm_dw / brgconv kernels read channels-last data in place,
-      where the native op reorders diff_dst into blocks. 0.32-0.97x on all 3 grouped
-      shapes in both dtypes. Not f16: there the Convolution took 0.89-2.40x.
+    * ConvTransposeBackwardWeights, f32, NXC, as ConvolutionBackwardWeights.
+      AVX-512 (Sapphire Rapids): 3.2 runs the native op (jit:avx512_core) on
+      aBcd16b-blocked copies of both inputs, the convolution on the caller's
+      channels-last buffers: 0.24-0.86x the native time on 15 of 20 shapes,
+      0.97-1.05x on 4, 1.12x on one. Below AVX-512 (AVX2 EPYC) only with groups > 1
+      (0.38, 0.74 and 1.04x on the 3 grouped shapes): with groups = 1 it took
+      1.20-1.97x on 4 of 17 shapes (U-Net-1 and -2, k3s2, WaveNet).
+    * ConvTransposeBackwardData, NXC, f32 and bf16, as the forward Convolution, with
+      groups > 1 everywhere: its brdgmm_dw / brgconv kernels read channels-last data
+      in place, where the native op reorders diff_dst into blocks (0.32-0.97x on all 3
+      grouped shapes in both dtypes on AVX-512; 0.28-0.74x in f32 on AVX2). Not f16:
+      there the Convolution took 0.89-2.40x. Below AVX-512 also with groups = 1 in
+      f32: 0.63-0.89x on 15 of 17 shapes, 1.08x (HiFi-GAN) and 1.23x (wide-2x2) on the
+      other two. On AVX-512 it is not the default with groups = 1: 0.32-0.92x on 16
+      shapes, but 1.36-2.36x on the DCGAN head and three wide layers on 1-16 positions.
 
-    Elsewhere neither form wins consistently (ConvTransposeBackwardData f32 NXC as a
-    Convolution: 0.32-0.92x on 16 shapes, but 1.36-2.36x on the DCGAN head and three
-    wide layers on 1-16 positions), so the op runs as written and ``tune=True`` measures.
+    Elsewhere neither form wins consistently, so the op runs as written and
+    ``tune=True`` measures.
     """
     a = plan.attrs
     if chosen.kind != a.kind or a.data_format != "NXC" or chosen.unreached:
         return chosen  # already rewritten so that 3.2 compiles it; or channels-first
-    if (a.kind == _registry.CONV_TRANSPOSE_BWD_WEIGHTS and dtype == "f32") or \
-            (a.kind == _registry.CONV_TRANSPOSE_BWD_DATA and a.groups > 1 and dtype != "f16"):
-        why = f"faster on oneDNN 3.2 for {dtype} NXC" + (" with groups > 1" if a.groups > 1 else "")
+    isa = isa or _version.cpu_isa()
+    wide = avx512(isa)
+    grouped = a.groups > 1
+    if (a.kind == _registry.CONV_TRANSPOSE_BWD_WEIGHTS and dtype == "f32" and (wide or grouped)) or \
+            (a.kind == _registry.CONV_TRANSPOSE_BWD_DATA and dtype != "f16"
+             and (grouped or (not wide and dtype == "f32"))):
+        why = f"faster on oneDNN 3.2 for {dtype} NXC" + (" with groups > 1" if grouped else "") + \
+            f" on {isa}"
         return alternatives(plan, input_shapes, chosen, why)[0]
     return chosen
 
