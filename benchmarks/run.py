@@ -1,4 +1,4 @@
-"""Run the benchmark suite and write docs/benchmarks.md and docs/benchmarks.png.
+"""Run the benchmark suite and write docs/benchmarks/<oneDNN ISA>.md, .json and .png.
 
     pip install ".[bench]"          # PyTorch 2.13 (local wheel), matplotlib, oneDNN headers
     python benchmarks/run.py        # from the repository root, on a quiet machine

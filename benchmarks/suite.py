@@ -32,6 +32,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -297,7 +298,9 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
         "functional": lambda n: _timed(lambda: p.function(*p.arrays, **p.kwargs, out=p.out), n),
         "compiled": lambda n: _timed(lambda: compiled_op(*p.arrays, out=p.out), n),
     }
-    tuned_op = compile_op(p.kind, tune=True, **inputs, **p.kwargs)
+    start = time.perf_counter()
+    tuned_op = compile_op(p.kind, tune=True, **inputs, **p.kwargs)  # measures, unless stored
+    tune_first = time.perf_counter() - start
     if tuned_op.tuning is not None:  # the problem had more than one way to time
         systems["tuned"] = lambda n: _timed(lambda: tuned_op(*p.arrays, out=p.out), n)
     if torch is not None:
@@ -343,6 +346,13 @@ def measure(p: Problem, binary: Optional[Path], torch: Any, rounds: int,
     for name, values in firsts.items():
         result[name] = min(values) if values else None
         result[f"{name}_median"] = float(np.median(values)) if values else None
+    # The tuned problem's first call with its decision in the tuning database, from
+    # empty caches: it compiles the chosen formulation only.
+    _compiled.CACHE.clear()
+    _core.clear_onednn_caches()
+    start = time.perf_counter()
+    compile_op(p.kind, tune=True, **inputs, **p.kwargs)
+    result.update(tune_first=tune_first, tune_warm=time.perf_counter() - start)
     result["lowering"] = _how(compiled_op)
     result["tuned_lowering"] = _how(tuned_op) if tuned_op.tuning is not None else None
     return result
@@ -474,6 +484,13 @@ def goals(rows: list[dict[str, Any]]) -> list[str]:
         out.append(f"* Tiny case, functional minus C++: median {float(np.median(added)):.1f} us "
                    f"(range {min(added):.1f} to {max(added):.1f}); faster than PyTorch in "
                    f"{faster} of {sum(bool(r.get('torch')) for r in tiny)}.")
+    warm = [r for r in rows if r.get("tune_warm") and r.get("tuned")]
+    if warm:
+        out.append(f"* `compile_op(tune=True)` with the decision in the tuning database, from empty "
+                   f"caches: median {float(np.median([r['tune_warm'] for r in warm])) * 1e3:.2f} ms "
+                   f"(one formulation compiled, nothing timed), against "
+                   f"{float(np.median([r['tune_first'] for r in warm])) * 1e3:.2f} ms for this run's "
+                   f"first tuning ({len(warm)} configurations with more than one way).")
     first = [r for r in rows if r.get("first_cpp")]
     if first:
         extra = [(r["first_call"] - r["first_cpp"]) * 1e3 for r in first]
@@ -522,7 +539,7 @@ def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], second
         f"({v.cpu_runtime}), onednn-graph {__version__}, NumPy {np.__version__}, {torch_version}; "
         f"{len(rows)} configurations in {seconds:.0f} s.", "",
         f"Times are per call, the best of {rounds} interleaved rounds (as benchdnn reports its "
-        "minimum; the medians are in `benchmarks.json`); `functional` and `compiled` write into a "
+        "minimum; the medians are in the `.json` file of the same name); `functional` and `compiled` write into a "
         "caller's `out=` array. First calls are the best of "
         f"{_FIRST_REPEATS}, each from empty caches (this package's and oneDNN's). Ratios below 1 "
         "mean this package is faster.", "",
@@ -608,16 +625,47 @@ def plot(rows: list[dict[str, Any]], path: Path) -> bool:
     return True
 
 
+def tune_ahead(args: argparse.Namespace) -> int:
+    """Tune the suite's configurations into the tuning database (as
+    ``onednn-graph tune`` does for JSON cases), so that later tuned calls of
+    these problems compile one formulation and time nothing."""
+    from onednn_graph import tuning_database
+
+    wanted = set(filter(None, args.cases.split(",")))
+    for c in (c for c in CASES if not wanted or c.name in wanted):
+        for kind in OPS:
+            for dtype in args.dtypes.split(","):
+                for fmt in FORMATS:
+                    p = problem(c, kind, dtype, fmt)
+                    op = compile_op(p.kind, tune=True, **dict(zip(registry.input_names(p.kind), p.arrays)),
+                                    **p.kwargs)
+                    print(f"{c.name} {SHORT[kind]} {dtype} {fmt}: {_how(op)}", file=sys.stderr)
+    db = tuning_database()
+    print(f"{len(db)} decision(s) in {db.path or 'memory only'}", file=sys.stderr)
+    return 0
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/run.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="docs/benchmarks.md")
-    parser.add_argument("--plot", default="docs/benchmarks.png")
+    parser.add_argument("--out", default=None,
+                        help="default docs/benchmarks/<oneDNN ISA>.md: one table per CPU family")
+    parser.add_argument("--plot", default=None, help="default: --out with .png")
+    parser.add_argument("--tune-ahead", action="store_true",
+                        help="tune every configuration into the tuning database and stop")
     parser.add_argument("--cpp-source", default="benchmarks/single_op.cpp")
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--target-ms", type=float, default=10.0, help="time per batch")
     parser.add_argument("--cases", default="", help="comma-separated case names (default all)")
     parser.add_argument("--dtypes", default="f32,bf16")
     args = parser.parse_args(argv)
+    from onednn_graph import cpu_isa
+    args.out = args.out or f"docs/benchmarks/{cpu_isa()}.md"
+    args.plot = args.plot or str(Path(args.out).with_suffix(".png"))
+    if args.tune_ahead:
+        return tune_ahead(args)
+    # A database of this run's own: `tuned` is measured here (tune_first), then
+    # served from the database (tune_warm), whatever the user's cache holds.
+    os.environ["ONEDNN_GRAPH_TUNING_DB"] = tempfile.mkdtemp(prefix="onednn-graph-suite-tuning-")
     try:
         import torch
         torch.set_num_threads(os.cpu_count() or 1)
