@@ -200,7 +200,8 @@ def cached_ops() -> list[Any]:
     --------
     >>> import numpy as np, onednn_graph as og
     >>> og.clear_cache()
-    >>> _ = og.conv_transpose(np.ones((1, 2, 1), np.float32), np.ones((1, 1, 1), np.float32))
+    >>> one = np.ones((1,), np.float32)  # with a bias: a ConvTranspose on any size
+    >>> _ = og.conv_transpose(np.ones((1, 2, 1), np.float32), np.ones((1, 1, 1), np.float32), one)
     >>> [op] = og.cached_ops()
     >>> og.reproducer(op).native["graph"][0]["kind"]
     'ConvTranspose'

@@ -45,9 +45,9 @@ tests/api/test_lowering.py against the reference):
 * ConvolutionBackwardData's output_padding: 3.2 ignores it (dst_shape fixes the
   geometry), so it is not passed.
 
-Those rules make a call compile. Two more only make it faster (``preferred``): a
+Those rules make a call compile. A few more only make it faster (``preferred``): a
 few kinds of calls run by default as the op ``alternatives`` offers, where 3.2
-ran that form faster on nearly every shape measured.
+ran that form faster on nearly every shape measured on the CPU family at hand.
 """
 
 from __future__ import annotations
@@ -276,10 +276,18 @@ def avx512(isa: str) -> bool:
     return isa.startswith("avx512")
 
 
+#: Below this many FLOPs (``_cost.Problem.flops``) a ConvTranspose without bias and
+#: with groups = 1 runs as the ConvolutionBackwardData over the same weights: at that
+#: size a call's fixed cost decides, and 3.2's deconvolution, a wrapper around the
+#: convolution's backward data, adds to it (``preferred``).
+TINY_FLOPS = 1 << 19
+
+
 def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
-              dtype: str, isa: Optional[str] = None) -> NativeOp:
+              dtype: str, isa: Optional[str] = None, flops: Optional[int] = None) -> NativeOp:
     """What the package runs by default for `chosen` (``lower``'s answer) on `dtype`
-    data on a CPU where oneDNN dispatches to `isa` (default: this one's): `chosen`,
+    data on a CPU where oneDNN dispatches to `isa` (default: this one's), for a problem
+    of `flops` (None: unknown): `chosen`,
     or the alternative that oneDNN 3.2 ran faster there on nearly every shape
     measured (``python benchmarks/alternative_lowerings.py`` on the suite's 8 cases,
     with ``--held-out`` on 12 others; docs/alternative-lowerings.md). The CPU family
@@ -301,12 +309,22 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       other two. On AVX-512 it is not the default with groups = 1: 0.32-0.92x on 16
       shapes, but 1.36-2.36x on the DCGAN head and three wide layers on 1-16 positions.
 
+    * ConvTranspose under ``TINY_FLOPS``, without bias, groups = 1, either data format,
+      as the ConvolutionBackwardData over the same weights: on one thread 0.78-0.90x the
+      native time at 0.01 and 0.29 MFLOP on the AVX2 EPYC (NCX and NXC; at 1-2 MFLOP
+      0.91-1.07x), 0.64-0.79x on the suite's tiny case (0.01 MFLOP) on Sapphire Rapids.
+
     Elsewhere neither form wins consistently, so the op runs as written and
     ``tune=True`` measures.
     """
     a = plan.attrs
-    if chosen.kind != a.kind or a.data_format != "NXC" or chosen.unreached:
-        return chosen  # already rewritten so that 3.2 compiles it; or channels-first
+    if chosen.kind != a.kind or chosen.unreached:
+        return chosen  # already rewritten so that 3.2 compiles it
+    if a.kind == _registry.CONV_TRANSPOSE and flops is not None and flops < TINY_FLOPS:
+        faster = alternatives(plan, input_shapes, chosen, "faster on oneDNN 3.2 for a tiny problem")
+        return faster[0] if faster else chosen  # with bias, groups > 1 or a crop: none
+    if a.data_format != "NXC":
+        return chosen
     isa = isa or _version.cpu_isa()
     wide = avx512(isa)
     grouped = a.groups > 1

@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import shapes
-from . import attrs as _attrs, lowering as _lowering, registry as _registry
+from . import attrs as _attrs, cost as _cost, lowering as _lowering, registry as _registry
 from .dtypes import dtype_name, numpy_dtype
 
 
@@ -83,7 +83,8 @@ def plan_call(kind: str, names: Sequence[str], inputs: Sequence[Any],
         attrs[shape_name] = shapes.infer_output_shape(current, input_shapes, **attrs)
     plan = shapes.plan(current, input_shapes, **attrs)
     native = _lowering.lower(plan, input_shapes)
-    way = _lowering.preferred(plan, input_shapes, native, dtype_name(dtype))
+    way = _lowering.preferred(plan, input_shapes, native, dtype_name(dtype),
+                              flops=_cost.problem(plan, input_shapes).flops)
     result_shape, out_perm = tuple(plan.output_shape), None
     if legacy_filter is not None:
         weights_format, rank = attrs["weights_format"], len(result_shape)
