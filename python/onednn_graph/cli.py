@@ -28,6 +28,7 @@ from typing import Any, NoReturn, Optional, Sequence
 from . import graph_json, overrides
 from ._impl import runner as _runner
 from .errors import Error, UnsupportedError
+from .graph import Graph
 
 __all__ = ["main", "EXIT_PASS", "EXIT_FAIL", "EXIT_BAD_INPUT"]
 
@@ -98,6 +99,15 @@ class Case:
                  (("dt", self.dt), ("in_shapes", self.in_shapes), ("op_attrs", self.op_attrs)) if v]
         return " ".join([os.path.basename(self.path)] + flags)
 
+    def load(self) -> Graph:
+        """The case's graph with its overrides applied (OSError, TypeError or
+        ValueError for bad input)."""
+        return overrides.apply(
+            graph_json.load_graph(self.path),
+            overrides.parse_in_shapes(self.in_shapes) if self.in_shapes else None,
+            overrides.parse_op_attrs(self.op_attrs) if self.op_attrs else None,
+            overrides.parse_dt(self.dt) if self.dt else None)
+
 
 def expand(ns: argparse.Namespace) -> list[Case]:
     """Cases of one command line: every file times every comma-separated alternative."""
@@ -161,12 +171,7 @@ class Outcome:
 def run_case(case: Case, mode: str, repeat: int, seed: int) -> Outcome:
     """Load, override, run and check one case; never raises for the case's own problems."""
     try:
-        graph = overrides.apply(
-            graph_json.load_graph(case.path),
-            overrides.parse_in_shapes(case.in_shapes) if case.in_shapes else None,
-            overrides.parse_op_attrs(case.op_attrs) if case.op_attrs else None,
-            overrides.parse_dt(case.dt) if case.dt else None)
-        result = _runner.run(graph, perf=mode == "perf", exact=mode == "exact",
+        result = _runner.run(case.load(), perf=mode == "perf", exact=mode == "exact",
                              repeat=repeat, seed=seed)
     except (OSError, TypeError, ValueError) as exc:
         return Outcome(case, "BAD INPUT", message=str(exc))
@@ -301,12 +306,7 @@ def cmd_tune(ns: argparse.Namespace) -> int:
     status = EXIT_PASS
     for case in cases:
         try:
-            graph = overrides.apply(
-                graph_json.load_graph(case.path),
-                overrides.parse_in_shapes(case.in_shapes) if case.in_shapes else None,
-                overrides.parse_op_attrs(case.op_attrs) if case.op_attrs else None,
-                overrides.parse_dt(case.dt) if case.dt else None)
-            tuned = _runner.tune(graph)
+            tuned = _runner.tune(case.load())
         except (OSError, TypeError, ValueError) as exc:
             print(f"{case.label}: BAD INPUT: {exc}")
             status = EXIT_BAD_INPUT

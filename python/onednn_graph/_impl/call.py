@@ -150,7 +150,7 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
         else:
             target = crop(target, plan.attrs.data_format, way.crop)
     constants = {constant: arrays[constant]} if constant is not None else None
-    size = _cost.problem(plan, input_shapes)
+    size = cp.size
     chosen_threads = threads is None
     # A decision the tuning database holds for this problem on this machine:
     # compile only the formulation it names, and time nothing.

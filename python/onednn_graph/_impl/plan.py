@@ -33,6 +33,8 @@ class CallPlan:
     #: What compiles (``lowering.lower``) and what runs by default (``lowering.preferred``).
     native: _lowering.NativeOp
     way: _lowering.NativeOp
+    #: Its size as the equivalent ConvTranspose (``cost.problem``): FLOPs, thread count.
+    size: _cost.Problem
     #: The result's shape as the caller sees it; the legacy op's is in its filter layout,
     #: and `out_perm` is then the transposition that shows it in the current one.
     result_shape: tuple[int, ...]
@@ -83,13 +85,13 @@ def plan_call(kind: str, names: Sequence[str], inputs: Sequence[Any],
         attrs[shape_name] = shapes.infer_output_shape(current, input_shapes, **attrs)
     plan = shapes.plan(current, input_shapes, **attrs)
     native = _lowering.lower(plan, input_shapes)
-    way = _lowering.preferred(plan, input_shapes, native, dtype_name(dtype),
-                              flops=_cost.problem(plan, input_shapes).flops)
+    size = _cost.problem(plan, input_shapes)
+    way = _lowering.preferred(plan, input_shapes, native, dtype_name(dtype), flops=size.flops)
     result_shape, out_perm = tuple(plan.output_shape), None
     if legacy_filter is not None:
         weights_format, rank = attrs["weights_format"], len(result_shape)
         to_legacy = shapes.format_permutation(weights_format, legacy_filter, rank)
         result_shape = tuple(result_shape[p] for p in to_legacy)
         out_perm = shapes.format_permutation(legacy_filter, weights_format, rank)
-    return CallPlan(kind, tuple(names), dtype, input_shapes, plan, native, way, result_shape,
+    return CallPlan(kind, tuple(names), dtype, input_shapes, plan, native, way, size, result_shape,
                     out_perm)
