@@ -23,39 +23,59 @@ State &state() {
     return *s;
 }
 
-void *allocate(size_t size, size_t alignment) {
-    void *p = nullptr;
-    // posix_memalign wants a power of two no smaller than a pointer; oneDNN asks for 64.
-    if (posix_memalign(&p, std::max(alignment, sizeof(void *)), size == 0 ? 1 : size) != 0) return nullptr;
+} // namespace
+
+void count_allocation(void *p, size_t size, bool fresh) {
     State &s = state();
     std::lock_guard<std::mutex> guard(s.lock);
     s.sizes[p] = size;
     s.stats.current += size;
     s.stats.peak = std::max(s.stats.peak, s.stats.current);
     ++s.stats.allocations;
+    if (fresh) ++s.stats.fresh;
+}
+
+size_t count_deallocation(void *p) {
+    State &s = state();
+    std::lock_guard<std::mutex> guard(s.lock);
+    auto it = s.sizes.find(p);
+    if (it == s.sizes.end()) return 0;
+    const size_t size = it->second;
+    s.stats.current -= size;
+    s.sizes.erase(it);
+    return size;
+}
+
+void count_cached(size_t bytes_now) {
+    State &s = state();
+    std::lock_guard<std::mutex> guard(s.lock);
+    s.stats.cached = bytes_now;
+}
+
+#ifndef ONEDNN_GRAPH_SYCL
+namespace {
+
+void *allocate(size_t size, size_t alignment) {
+    void *p = nullptr;
+    // posix_memalign wants a power of two no smaller than a pointer; oneDNN asks for 64.
+    if (posix_memalign(&p, std::max(alignment, sizeof(void *)), size == 0 ? 1 : size) != 0) return nullptr;
+    count_allocation(p, size, false);
     return p;
 }
 
 void deallocate(void *p) {
     if (!p) return;
-    {
-        State &s = state();
-        std::lock_guard<std::mutex> guard(s.lock);
-        auto it = s.sizes.find(p);
-        if (it != s.sizes.end()) {
-            s.stats.current -= it->second;
-            s.sizes.erase(it);
-        }
-    }
+    count_deallocation(p);
     std::free(p);
 }
 
 } // namespace
 
-const dg::allocator &counting_allocator() {
+dnnl::engine make_counted_engine(dnnl::engine::kind kind, size_t index) {
     static const dg::allocator *a = new dg::allocator(allocate, deallocate); // never destroyed,
-    return *a; // as State
+    return dg::make_engine_with_allocator(kind, index, *a);                 // as State
 }
+#endif
 
 AllocationStats allocation_stats() {
     State &s = state();

@@ -18,7 +18,7 @@ void bind_engine(py::module_ &m) {
                     throw py::value_error("Engine: no " + kind + " engine with index "
                             + std::to_string(index) + " (this oneDNN has "
                             + std::to_string(dnnl::engine::get_count(k)) + ")");
-                return dg::make_engine_with_allocator(k, static_cast<size_t>(index), counting_allocator());
+                return make_counted_engine(k, static_cast<size_t>(index));
             }),
                     py::arg("kind") = "cpu", py::arg("index") = 0)
             .def_property_readonly("kind",
@@ -33,10 +33,14 @@ void bind_engine(py::module_ &m) {
         d["current"] = s.current;
         d["peak"] = s.peak;
         d["allocations"] = s.allocations;
+        d["cached"] = s.cached;
+        d["fresh"] = s.fresh;
         return d;
     }, "Bytes oneDNN holds now (`current`), the most it held at once since the last\n"
        "reset_onednn_peak() (`peak`), and its number of allocations (`allocations`),\n"
-       "through the package's engines: scratchpads, internal reorders, cached constants.");
+       "through the package's engines: scratchpads, internal reorders, cached constants.\n"
+       "On a SYCL-runtime oneDNN, `cached` is the bytes oneDNN freed that the package keeps\n"
+       "for reuse and `fresh` the allocations that took new memory (0 on other builds).");
     m.def("reset_onednn_peak", &reset_allocation_peak,
             "Start a new peak of onednn_allocations() from the bytes held now.");
 

@@ -3,9 +3,12 @@
 // engine alive, because oneDNN's compiled partition only borrows it.
 #include "common.hpp"
 #include "convert.hpp"
+#include "errors.hpp"
 #include "holders.hpp"
 #include "onednn_thread.hpp"
 #include "threads.hpp"
+
+#include <future>
 
 namespace onednn_graph {
 
@@ -17,6 +20,18 @@ struct Graph {
     std::string fpmath_mode;
     std::vector<size_t> op_ids;
 };
+
+// oneDNN 3.13's compiled-partition cache keeps a compile that failed by throwing
+// (its backend's primitive-descriptor errors do) as a future without a value:
+// every later compile of the same partition and tensors then throws
+// std::future_error ("Broken promise") instead of oneDNN's error. Emptying the
+// cache after any failed compile drops that entry (and the good ones: the package
+// holds its compiled partitions itself, the cache only spares recompiles).
+void forget_failed_compile() {
+    const int capacity = dg::get_compiled_partition_cache_capacity();
+    dg::set_compiled_partition_cache_capacity(0);
+    dg::set_compiled_partition_cache_capacity(capacity);
+}
 
 dg::partition::policy to_policy(const std::string &name) {
     if (name == "fusion") return dg::partition::policy::fusion;
@@ -33,7 +48,18 @@ CompiledPartition compile(const dg::partition &p, std::vector<dg::logical_tensor
     without_gil([&] {
         on_onednn_thread([&] {
             ThreadLimit limit(threads);
-            compiled = p.compile(inputs, outputs, engine);
+            try {
+                compiled = p.compile(inputs, outputs, engine);
+            } catch (const std::future_error &) {
+                // See forget_failed_compile(): a compile that failed by throwing
+                // before this one (in another thread's race) left the key unusable.
+                forget_failed_compile();
+                throw status_error(dnnl_runtime_error, "could not compile the partition: oneDNN's "
+                        "compiled-partition cache held a failed compile of it (std::future_error)");
+            } catch (...) {
+                forget_failed_compile();
+                throw;
+            }
         });
     });
     // Outputs given with an unknown shape or layout are filled in by oneDNN;

@@ -1,9 +1,13 @@
 // Defines onednn_graph._core: calls each bind_* function in dependency order.
+#include "allocator.hpp"
 #include "common.hpp"
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "Native binding of the oneDNN Graph API (CPU engine).";
     using namespace onednn_graph;
+#ifdef ONEDNN_GRAPH_SYCL
+    prepare_sycl_cpu_device(); // before anything asks oneDNN for a device
+#endif
     bind_errors(m);
     bind_version(m);
     bind_engine(m);

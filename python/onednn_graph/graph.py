@@ -313,9 +313,17 @@ class CompiledPartition:
             try:
                 return native_partition.compile(self._inputs, self._outputs, self._engine)
             except Error as exc:
-                if exc.status != "unimplemented" or not _low_precision(ops):
+                # A kernel the probe did not foresee (or could not ask about: shapes
+                # unknown) is missing. oneDNN 3.2 says so when compiling
+                # ("unimplemented"); 3.13 already when partitioning, and compiling the
+                # unsupported partition then fails as "invalid_arguments".
+                if not _low_precision(ops):
+                    if not native_partition.is_supported:
+                        raise _no_kernel(ops, exc, chain_tried=False) from None
                     raise
-                failure = exc  # a kernel the probe did not foresee is missing
+                if exc.status != "unimplemented" and native_partition.is_supported:
+                    raise
+                failure = exc
         try:
             return _as_f32.Chain(ops, self._inputs, self._outputs,
                                  fpmath_mode=self._partition._fpmath_mode)
@@ -411,13 +419,17 @@ def _needs_f32(op: _core.Op) -> bool:
                               [t.shape for t in op.inputs], op.outputs[0].shape)
 
 
-def _no_kernel(ops: Sequence[_core.Op], exc: Error) -> UnsupportedError:
-    """The error of a partition that cannot run on this CPU, in any form."""
+def _no_kernel(ops: Sequence[_core.Op], exc: Error, chain_tried: bool = True) -> UnsupportedError:
+    """The error of a partition that cannot run on this CPU, in any form (`chain_tried`:
+    a low-precision partition was tried in f32 between TypeCasts too)."""
     dtypes = sorted({t.dtype for op in ops for t in op.inputs + op.outputs})
     names = ", ".join(f"op {op.id} {op.kind}" for op in ops)
+    where = f"{names} ({'/'.join(dtypes)}): oneDNN {_kernels.version()} has no kernel for this " \
+            f"partition on this CPU ({_version.cpu_isa()})"
+    if not chain_tried:
+        return UnsupportedError(f"{where} ({exc.message})", exc.status)
     return UnsupportedError(
-        f"{names} ({'/'.join(dtypes)}): oneDNN {_kernels.version()} has no kernel for this "
-        f"partition on this CPU ({_version.cpu_isa()}), and it could not run it in f32 "
+        f"{where}, and it could not run it in f32 "
         f"between TypeCasts either ({exc.message}). Give the ops f32 tensors, or use the "
         "functional API (onednn_graph.conv_transpose, ...), which runs every dtype on "
         "every CPU", exc.status)

@@ -60,5 +60,5 @@ def test_the_cache_and_the_allocator_have_public_names(rng):
     assert op is not None
     og.reset_onednn_peak()
     allocations = og.onednn_allocations()
-    assert set(allocations) == {"current", "peak", "allocations"}
+    assert set(allocations) == {"current", "peak", "allocations", "cached", "fresh"}
     assert "support" in og.capabilities()

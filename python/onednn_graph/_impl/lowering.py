@@ -338,7 +338,12 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
 
 
 def spelled_natively(a: _attrs.ConvAttrs) -> dict[str, Any]:
-    """The attributes as given, with auto_pad in 3.2's spelling (nothing lowered)."""
+    """The attributes as given, with auto_pad in oneDNN's spelling (nothing lowered).
+    Under an auto_pad other than ``none`` the op ignores the pads, so they go as
+    zeros: oneDNN 3.13 refuses a negative pad even there (3.2 took it)."""
     attrs = a.as_dict()
     attrs["auto_pad"] = NATIVE_AUTO_PAD[a.auto_pad]
+    if a.auto_pad != "none":
+        attrs["pads_begin"] = [0] * len(a.pads_begin)
+        attrs["pads_end"] = [0] * len(a.pads_end)
     return attrs
