@@ -153,8 +153,8 @@ class _Native:
             normalized = _attrs.normalize(kind, rank, **{k: v for k, v in current_attrs.items()
                                                          if k != shape_name})
             if normalized.groups > 1 and kind == _registry.CONV_BWD_DATA or any(normalized.output_padding):
-                raise UnsupportedError(f"{op.kind} op {op.id}: oneDNN 3.2 cannot compile these "
-                                       "attributes as they are, and lowering them needs the "
+                raise UnsupportedError(f"{op.kind} op {op.id}: oneDNN {_kernels.version()} cannot "
+                                       "compile these attributes as they are, and lowering them needs the "
                                        "input shapes; give the logical tensors known shapes")
             native = _lowering.NativeOp(kind, dict(_lowering.spelled_natively(normalized), **(
                 {shape_name: current_attrs[shape_name]} if shape_name else {})), "native")

@@ -1,8 +1,11 @@
-"""What oneDNN 3.2 is handed for a spec-level op that it cannot compile as is.
+"""What oneDNN is handed for a spec-level op that it cannot compile as is.
 
 Each rule rewrites the op into one that 3.2 compiles and that computes the
 same numbers; none moves data in NumPy. The cases (oneDNN 3.2.0, verified by
-tests/api/test_lowering.py against the reference):
+tests/api/test_lowering.py against the reference). oneDNN 3.13.2 (PyPI's onednn
+2026.1.0) has every one of these gaps too, and refuses negative pads altogether;
+tests/native/test_library_gaps.py checks on the linked library that each lowered
+feature is still a gap there (docs/onednn-3.13.md):
 
 * auto_pad: the spec spells it ``none``/``same_upper``/...; 3.2 accepts only
   ``None``/``SAME_UPPER``/``SAME_LOWER``/``VALID``.
@@ -276,6 +279,22 @@ def avx512(isa: str) -> bool:
     return isa.startswith("avx512")
 
 
+#: The oneDNN versions (major, minor) and CPU families (``avx512(isa)``) on which the
+#: default rules of ``preferred`` were measured: 3.2 on Sapphire Rapids (AVX-512) and
+#: on an AVX2 EPYC, 3.13.2 (PyPI's onednn 2026.1.0) on the AVX2 EPYC, where every rule
+#: measured on 3.2 there held again (docs/onednn-3.13.md). On any other version and
+#: family the op runs as the spec writes it (after ``lower``), and ``tune=True``
+#: measures: a rule read off one library's kernels is not assumed of another's.
+MEASURED: frozenset[tuple[tuple[int, int], bool]] = frozenset({
+    ((3, 2), True), ((3, 2), False), ((3, 13), False)})
+
+
+def linked_version() -> tuple[int, int]:
+    """(major, minor) of the linked oneDNN."""
+    v = _version.onednn_version()
+    return v.major, v.minor
+
+
 #: Below this many FLOPs (``_cost.Problem.flops``) a ConvTranspose without bias and
 #: with groups = 1 runs as the ConvolutionBackwardData over the same weights: at that
 #: size a call's fixed cost decides, and 3.2's deconvolution, a wrapper around the
@@ -284,14 +303,17 @@ TINY_FLOPS = 1 << 19
 
 
 def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
-              dtype: str, isa: Optional[str] = None, flops: Optional[int] = None) -> NativeOp:
+              dtype: str, isa: Optional[str] = None, flops: Optional[int] = None,
+              version: Optional[tuple[int, int]] = None) -> NativeOp:
     """What the package runs by default for `chosen` (``lower``'s answer) on `dtype`
     data on a CPU where oneDNN dispatches to `isa` (default: this one's), for a problem
-    of `flops` (None: unknown): `chosen`,
-    or the alternative that oneDNN 3.2 ran faster there on nearly every shape
+    of `flops` (None: unknown), with oneDNN `version` (default: the linked one): `chosen`,
+    or the alternative that this oneDNN ran faster there on nearly every shape
     measured (``python benchmarks/alternative_lowerings.py`` on the suite's 8 cases,
-    with ``--held-out`` on 12 others; docs/alternative-lowerings.md). The CPU family
-    matters, because the kernels oneDNN has for each formulation differ:
+    with ``--held-out`` on 12 others; docs/alternative-lowerings.md), where the
+    version and CPU family were measured (``MEASURED``). The CPU family
+    matters, because the kernels oneDNN has for each formulation differ; the figures
+    below are oneDNN 3.2's (3.13 on the AVX2 EPYC: docs/onednn-3.13.md):
 
     * ConvTransposeBackwardWeights, f32, NXC, as ConvolutionBackwardWeights.
       AVX-512 (Sapphire Rapids): 3.2 runs the native op (jit:avx512_core) on
@@ -319,19 +341,23 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     """
     a = plan.attrs
     if chosen.kind != a.kind or chosen.unreached:
-        return chosen  # already rewritten so that 3.2 compiles it
+        return chosen  # already rewritten so that this oneDNN compiles it
+    isa = isa or _version.cpu_isa()
+    version = version or linked_version()
+    wide = avx512(isa)
+    if (version, wide) not in MEASURED:
+        return chosen
+    library = f"oneDNN {version[0]}.{version[1]}"
     if a.kind == _registry.CONV_TRANSPOSE and flops is not None and flops < TINY_FLOPS:
-        faster = alternatives(plan, input_shapes, chosen, "faster on oneDNN 3.2 for a tiny problem")
+        faster = alternatives(plan, input_shapes, chosen, f"faster on {library} for a tiny problem")
         return faster[0] if faster else chosen  # with bias, groups > 1 or a crop: none
     if a.data_format != "NXC":
         return chosen
-    isa = isa or _version.cpu_isa()
-    wide = avx512(isa)
     grouped = a.groups > 1
     if (a.kind == _registry.CONV_TRANSPOSE_BWD_WEIGHTS and dtype == "f32" and (wide or grouped)) or \
             (a.kind == _registry.CONV_TRANSPOSE_BWD_DATA and dtype != "f16"
              and (grouped or (not wide and dtype == "f32"))):
-        why = f"faster on oneDNN 3.2 for {dtype} NXC" + (" with groups > 1" if grouped else "") + \
+        why = f"faster on {library} for {dtype} NXC" + (" with groups > 1" if grouped else "") + \
             f" on {isa}"
         return alternatives(plan, input_shapes, chosen, why)[0]
     return chosen
