@@ -15,13 +15,14 @@ results): to use other weights, compile another operation.
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from . import ops
+from . import _core, ops
 from ._impl import (arrays as _arrays, attrs as _attrs, call as _call, compiled as _compiled,
-                    dtypes as _dtypes, plan as _plan, registry as _registry)
+                    dtypes as _dtypes, plan as _plan, registry as _registry, version as _version)
 
 __all__ = ["Operation", "compile_op"]
 
@@ -86,7 +87,9 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
     threads : int, optional
         At most this many OpenMP threads to compile and run on (where oneDNN
         uses OpenMP; never more than OpenMP's own setting): 1 for callers that
-        parallelize themselves, 0 for oneDNN's default (all).
+        parallelize themselves, 0 for oneDNN's default (all). On another CPU
+        runtime (PyPI's oneDNN 3.13 runs SYCL) a count > 0 warns
+        (RuntimeWarning) and has no effect.
         By default the package chooses: 1 for a problem under 1 MFLOP, else
         all (``_cost.threads``); ``tune`` then also times the other count.
     **arguments
@@ -130,6 +133,14 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
     copied = tuple(not _is_shape(inputs[n]) and a is not inputs[n] for n, a in zip(names, arrays))
     if threads is not None and (type(threads) is not int or threads < 0):
         raise ValueError(f"compile_op: threads must be an int >= 0 (0: oneDNN's default), got {threads!r}")
+    if threads and not _core.can_limit_threads():
+        v = _version.onednn_version()
+        warnings.warn(
+            f"compile_op: threads={threads} has no effect with oneDNN {v.major}.{v.minor} on its "
+            f"{v.cpu_runtime} CPU runtime: the package sets the thread count per call only where "
+            "oneDNN uses OpenMP. There it follows the CPU affinity of the process "
+            "(os.sched_setaffinity or taskset before the first oneDNN call); the op runs on "
+            "oneDNN's default threads", RuntimeWarning, stacklevel=2)
     cp = _plan.plan_call(kind, names, arrays, attrs)
     prepared = _call.prepare(cp, arrays, constant=constant, copied=copied, tune=tune, threads=threads)
     return Operation(kind, names, attrs, prepared, constant)

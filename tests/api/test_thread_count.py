@@ -1,4 +1,5 @@
-"""Small problems run on one OpenMP thread (``_cost.threads``).
+"""Small problems run on one OpenMP thread (``_cost.threads``); where oneDNN is not
+OpenMP (PyPI's 3.13: SYCL), a thread count warns that it has no effect.
 
 oneDNN 3.2 compiles a kernel for the thread count it finds, and the package
 sets that count around compile and execute in the calling thread only. Truth:
@@ -17,8 +18,8 @@ from onednn_graph._impl import cost as _cost, support as _support
 from onednn_graph._impl import registry
 from helpers import random
 
-pytestmark = pytest.mark.skipif(not _core.can_limit_threads(),
-                                reason="oneDNN does not use a loaded OpenMP runtime here")
+openmp_only = pytest.mark.skipif(not _core.can_limit_threads(),
+                                 reason="oneDNN does not use a loaded OpenMP runtime here")
 
 KINDS = ["ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
          "ConvolutionBackwardData"]
@@ -30,6 +31,7 @@ def _omp_max_threads():
     return ctypes.CDLL("libgomp.so.1", mode=ctypes.RTLD_GLOBAL).omp_get_max_threads()
 
 
+@openmp_only
 @pytest.mark.parametrize("small_flops", [0, 1 << 60], ids=["default-threads", "one-thread"])
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("geometry", GEOMETRIES)
@@ -47,6 +49,7 @@ def test_both_thread_counts_compute_the_op(monkeypatch, small_flops, kind, geome
     assert result.ok, str(result)
 
 
+@openmp_only
 def test_small_problems_take_one_thread_and_large_ones_all(rng):
     x, w = random(rng, (1, 8, 4, 4), "f32"), random(rng, (8, 8, 2, 2), "f32")  # 8 KFLOP
     small = og.compile_op("ConvTranspose", src=x, weights=w, strides=2, data_format="NCX",
@@ -59,6 +62,7 @@ def test_small_problems_take_one_thread_and_large_ones_all(rng):
     assert large.threads is None
 
 
+@openmp_only
 def test_the_callers_openmp_setting_is_restored(rng):
     before = _omp_max_threads()
     if before < 2:
@@ -84,6 +88,7 @@ def test_a_negative_thread_count_is_refused(rng):
         p.compile([lt_x, lt_w], [lt_y], og.Engine(), -1)
 
 
+@openmp_only
 def test_the_caller_can_fix_the_thread_count(rng):
     """compile_op(threads=): 1 on a large problem, 0 (oneDNN's default) on a small
     one, and tuning then varies only the lowering. Truth: the reference."""
@@ -105,3 +110,17 @@ def test_a_bad_thread_count_names_the_argument(rng, bad):
     x, w = random(rng, (1, 8, 4, 4), "f32"), random(rng, (8, 8, 2, 2), "f32")
     with pytest.raises(ValueError, match="threads must be an int >= 0"):
         og.compile_op("ConvTranspose", src=x, weights=w, threads=bad)
+
+
+@pytest.mark.skipif(_core.can_limit_threads(), reason="oneDNN uses OpenMP here: threads take effect")
+def test_a_thread_count_says_it_has_no_effect_where_oneDNN_is_not_openmp(rng):
+    """PyPI's oneDNN 3.13 runs its CPU kernels in SYCL host tasks on TBB: the count
+    cannot be set per call, so asking for one warns and the op runs on the default.
+    Truth: the reference (the op still runs, within the package's bound)."""
+    x, w = random(rng, (1, 3, 3, 4), "f32"), random(rng, (2, 2, 5, 4), "f32")  # NXC, XOI
+    with pytest.warns(RuntimeWarning, match="threads=1 has no effect .* sycl CPU runtime"):
+        op = og.compile_op("ConvTranspose", src=x, weights=w, strides=2, threads=1)
+    assert op.threads is None
+    got = op(x, w)
+    want = og.reference.conv_transpose(x, w, strides=2)
+    assert abs(got - want).max() <= 1e-5 * max(1.0, abs(want).max())
