@@ -11,7 +11,8 @@
 //   for its scratchpad and frees it after: on a 4x256x32x32 ConvTranspose about
 //   3,200 page faults per call and 1.6-1.8x the OpenMP build's time (issue 20,
 //   Zen 4). The engine's allocator here keeps freed blocks, by size, for the
-//   next execution to reuse, up to kCacheLimit bytes.
+//   next execution to reuse, up to 1 GiB in all, or the number of bytes in
+//   ONEDNN_GRAPH_SYCL_CACHE_BYTES (0: keep nothing, as the default allocator).
 //
 // A host allocator is refused on this runtime ("could not create allocator for
 // cpu"), so the allocator is the SYCL interop one and allocates USM, as oneDNN's
@@ -49,7 +50,13 @@ void prepare_sycl_cpu_device() {
 namespace {
 
 // Freed blocks above this many bytes in all are given back to the system.
-constexpr size_t kCacheLimit = size_t(1) << 30;
+size_t cache_limit() {
+    static const size_t limit = [] {
+        const char *given = std::getenv("ONEDNN_GRAPH_SYCL_CACHE_BYTES");
+        return given && *given ? static_cast<size_t>(std::strtoull(given, nullptr, 10)) : size_t(1) << 30;
+    }();
+    return limit;
+}
 
 // Never destroyed: oneDNN may free a cached constant after static destructors ran.
 struct BlockCache {
@@ -101,7 +108,7 @@ void deallocate(void *p, const void *, const void *context, void *event) {
     {
         std::lock_guard<std::mutex> guard(c.lock);
         auto known = c.alignments.find(p);
-        if (size > 0 && known != c.alignments.end() && c.cached_bytes + size <= kCacheLimit) {
+        if (size > 0 && known != c.alignments.end() && c.cached_bytes + size <= cache_limit()) {
             c.free_blocks.emplace(std::make_pair(size, known->second), p);
             c.cached_bytes += size;
             count_cached(c.cached_bytes);

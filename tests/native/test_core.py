@@ -52,6 +52,31 @@ def test_onednn_allocations_are_counted_and_given_back(rng):
     assert after["peak"] - before["current"] >= x.nbytes  # at least the reordered src
     assert after["current"] == before["current"]  # the scratchpad was freed
 
+
+def test_a_repeated_call_takes_no_new_memory(rng):
+    """After its first calls, a call's scratchpad comes from memory oneDNN had before:
+    no allocation takes new memory (`fresh`; SYCL builds count it, where the Graph
+    API's default allocator maps fresh memory per execution: cpp/sycl_engine.cpp),
+    and the process faults almost no pages. A 1x64x32x32 NCX ConvTranspose, whose
+    blocked copies (a scratchpad of 0.5 MB and more) would fault over 100 pages per
+    call if their memory were new; the bound, 10 per call, leaves room for
+    NumPy's own result pages, of which `out=` has none."""
+    import resource
+    x, w = random(rng, (1, 64, 32, 32), "f32"), random(rng, (64, 32, 2, 2), "f32")
+    kwargs = dict(strides=2, data_format="NCX", weights_format="IOX")
+    out = og.conv_transpose(x, w, **kwargs)
+    for _ in range(3):
+        og.conv_transpose(x, w, **kwargs, out=out)
+    before = _core.onednn_allocations()
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(20):
+        og.conv_transpose(x, w, **kwargs, out=out)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    after = _core.onednn_allocations()
+    assert after["allocations"] > before["allocations"]  # it does use a scratchpad
+    assert after["fresh"] == before["fresh"]
+    assert faults <= 20 * 10, f"{faults} page faults in 20 calls"
+
 @pytest.mark.parametrize("layout", ["strided", "any"])
 @pytest.mark.parametrize("prop", ["variable", "constant"])
 def test_logical_tensor_fields_round_trip(layout, prop):
