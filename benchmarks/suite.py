@@ -244,10 +244,14 @@ def _join(values: Any) -> str:
 
 def build_cpp(source: Path, build_dir: Path) -> Optional[Path]:
     """Compile benchmarks/single_op.cpp against the environment's oneDNN (headers from
-    onednn-devel-cpu-gomp), or None when that is not possible."""
+    onednn-devel-cpu-gomp), or None when that is not possible: no headers, no g++, or
+    a oneDNN whose CPU runtime is not OpenMP (PyPI's 3.13 is SYCL: the program would
+    need the package's SYCL engine set-up, cpp/sycl_engine.cpp)."""
     prefix = Path(sys.prefix)
     include, lib = prefix / "include", prefix / "lib"
-    if not (include / "oneapi" / "dnnl" / "dnnl_graph.hpp").exists() or shutil.which("g++") is None:
+    config = include / "oneapi" / "dnnl" / "dnnl_config.h"
+    if not (include / "oneapi" / "dnnl" / "dnnl_graph.hpp").exists() or shutil.which("g++") is None \
+            or "#define DNNL_CPU_RUNTIME DNNL_RUNTIME_OMP" not in config.read_text():
         return None
     build_dir.mkdir(parents=True, exist_ok=True)
     binary = build_dir / "single_op"
@@ -645,6 +649,16 @@ def tune_ahead(args: argparse.Namespace) -> int:
     return 0
 
 
+def default_report() -> str:
+    """docs/benchmarks/<oneDNN ISA>.md for the default build (oneDNN 3.2, OpenMP), with
+    the version and runtime appended for another (…/avx2-onednn-3.13-sycl.md)."""
+    from onednn_graph import cpu_isa, onednn_version
+    v = onednn_version()
+    build = "" if (v.major, v.minor, v.cpu_runtime) == (3, 2, "omp") else \
+        f"-onednn-{v.major}.{v.minor}-{v.cpu_runtime}"
+    return f"docs/benchmarks/{cpu_isa()}{build}.md"
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/run.py", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None,
@@ -658,8 +672,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--cases", default="", help="comma-separated case names (default all)")
     parser.add_argument("--dtypes", default="f32,bf16")
     args = parser.parse_args(argv)
-    from onednn_graph import cpu_isa
-    args.out = args.out or f"docs/benchmarks/{cpu_isa()}.md"
+    args.out = args.out or default_report()
     args.plot = args.plot or str(Path(args.out).with_suffix(".png"))
     if args.tune_ahead:
         return tune_ahead(args)
@@ -675,7 +688,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     source = Path(args.cpp_source)
     binary = build_cpp(source, Path("build") / "bench") if source.exists() else None
     if binary is None:
-        print("no C++ floor (needs benchmarks/single_op.cpp, g++ and onednn-devel-cpu-gomp)",
+        print("no C++ floor (needs benchmarks/single_op.cpp, g++ and onednn-devel-cpu-gomp's OpenMP oneDNN)",
               file=sys.stderr)
     wanted = set(filter(None, args.cases.split(",")))
     cases = [c for c in CASES if not wanted or c.name in wanted]
