@@ -101,7 +101,7 @@ def main() -> int:
         "`onednn_graph/tolerance.py`:",
         "",
         "* **oneDNN as written**: the op handed to oneDNN exactly as the spec writes it (only "
-        "`auto_pad` spelled as 3.2 spells it): `native` = compiles and gives the reference's "
+        "`auto_pad` spelled as oneDNN spells it): `native` = compiles and gives the reference's "
         "numbers, `wrong` = compiles but gives other numbers, `unsupported (status)` = "
         "rejected.",
         "* **package**: what `onednn_graph` does: `native` = hands it over as written, "

@@ -324,6 +324,8 @@ def onednn_allocations() -> dict:
     Bytes oneDNN holds now (`current`), the most it held at once since the last
     reset_onednn_peak() (`peak`), and its number of allocations (`allocations`),
     through the package's engines: scratchpads, internal reorders, cached constants.
+    On a SYCL-runtime oneDNN, `cached` is the bytes oneDNN freed that the package keeps
+    for reuse and `fresh` the allocations that took new memory (0 on other builds).
     """
 def op_kinds() -> list[str]:
     """
