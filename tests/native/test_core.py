@@ -77,6 +77,7 @@ def test_a_repeated_call_takes_no_new_memory(rng):
     assert after["fresh"] == before["fresh"]
     assert faults <= 20 * 10, f"{faults} page faults in 20 calls"
 
+
 @pytest.mark.parametrize("layout", ["strided", "any"])
 @pytest.mark.parametrize("prop", ["variable", "constant"])
 def test_logical_tensor_fields_round_trip(layout, prop):
