@@ -332,6 +332,16 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
     result = _compiled.CACHE.call(_compiled.stream(), kind, arrays, out, values)
     if result is not None:
         return result
+    if not all(type(a) is np.ndarray for a in arrays) or not (out is None or type(out) is np.ndarray):
+        # Other libraries' arrays (torch tensors, DLPack exporters, buffers) as NumPy
+        # views of their memory (no copy): the call is then cached and runs natively
+        # as for ndarrays, instead of being planned again on every call.
+        views = tuple(_arrays.to_numpy(n, a) for n, a in zip(names, arrays))
+        if out is None:
+            return run(kind, names, views, None, keys, values)
+        _arrays.check_no_grad("out", out)
+        run(kind, names, views, _arrays.to_numpy("out", out), keys, values)
+        return out
     # Any other call. The cache key: the usual call (ndarrays; None, int, str or
     # int-sequence values) encoded natively as bytes, any other in Python.
     key = _core.call_signature(kind, arrays, out, values)
