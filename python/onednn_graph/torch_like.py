@@ -16,6 +16,7 @@ Inputs may be NumPy arrays or CPU torch tensors (read in place, see
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
@@ -28,6 +29,30 @@ __all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 IntOrSeq = Union[int, Sequence[int]]
 PaddingArg = Union[str, int, Sequence[Union[int, Sequence[int]]]]
 OutT = TypeVar("OutT")
+
+
+def per_axis(fn: str, name: str, value: Any, nsp: int, least: int) -> list[int]:
+    """An int or a sequence of 1 or `nsp` ints, one per spatial axis, as PyTorch's
+    ``_single``/``_pair``/``_triple`` broadcast them; each must be >= `least`."""
+    seq = list(value) if isinstance(value, (tuple, list)) else [value]
+    if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in seq):
+        raise TypeError(f"{fn}: {name} must be an int or a sequence of ints, got {value!r}")
+    if len(seq) not in (1, nsp):
+        raise ValueError(f"{fn}: {name} must be an int or a sequence of 1 or {nsp} ints, got {value!r}")
+    values = [int(v) for v in seq] * (nsp if len(seq) == 1 else 1)
+    if any(v < least for v in values):
+        raise ValueError(f"{fn}: {name} must be >= {least} on every axis, got {values}")
+    return values
+
+
+def padding_per_axis(padding: Any, nsp: int) -> Any:
+    """PyTorch's padding with a 1-sequence broadcast to `nsp` axes; ints, strings and
+    (begin, end) pairs as given (``padding.from_torch`` reads them)."""
+    if isinstance(padding, str):
+        return padding
+    if isinstance(padding, (tuple, list)) and len(padding) == 1 and isinstance(padding[0], int):
+        return list(padding) * nsp
+    return padding
 
 
 def _output_padding_for(output_size: Sequence[int], pads: _padding.Pads, in_spatial: Sequence[int],
@@ -65,9 +90,11 @@ def _conv_transpose_nd(nsp: int, input: Any, weight: Any, bias: Any, stride: Int
                          f"got shape {x.shape}")
     unbatched = x.ndim == nsp + 1
     kernel = w.shape[2:]
-    geom = _attrs.normalize("ConvTranspose", nsp, strides=stride, dilations=dilation,
-                            output_padding=output_padding)
+    geom = _attrs.normalize("ConvTranspose", nsp, strides=per_axis(name, "stride", stride, nsp, 1),
+                            dilations=per_axis(name, "dilation", dilation, nsp, 1),
+                            output_padding=per_axis(name, "output_padding", output_padding, nsp, 0))
     strides, dilations = geom.strides, geom.dilations
+    padding = padding_per_axis(padding, nsp)
     if output_size is not None and (isinstance(padding, str) or any(geom.output_padding)):
         raise ValueError(f"{name}: output_size replaces output_padding; it cannot be combined "
                          "with output_padding or a string padding")
