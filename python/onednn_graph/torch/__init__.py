@@ -1,0 +1,35 @@
+"""oneDNN's ConvTranspose family as PyTorch layers and custom ops.
+
+Importable where PyTorch is installed (``pip install "onednn-graph[torch]"``); the
+rest of the package never needs it.
+
+* ``conv_transpose1d/2d/3d``: ``torch.nn.functional``'s signature, differentiable
+  (every gradient computed by oneDNN), plus asymmetric and ``"same"`` padding;
+* ``ConvTranspose1d/2d/3d``: drop-in ``torch.nn`` modules (same parameters,
+  initialisation and state dicts);
+* ``conv1d_input/2d/3d`` (``torch.nn.grad``'s), ``conv_transpose1d/2d/3d_weight``;
+* ``torch.ops.onednn_graph.*``: the registered custom ops, with fake
+  implementations and autograd formulas, for ``torch.compile(fullgraph=True)``,
+  ``torch.export`` and ``torch.library.opcheck``.
+"""
+
+try:
+    import torch  # noqa: F401
+except ImportError:  # pragma: no cover - depends on the environment
+    raise ImportError("onednn_graph.torch needs PyTorch: pip install \"onednn-graph[torch]\" "
+                      "(or pip install torch)") from None
+
+from . import _library  # noqa: F401  (registers torch.ops.onednn_graph.*)
+from .functional import (conv1d_input, conv2d_input, conv3d_input, conv_transpose1d,
+                         conv_transpose1d_weight, conv_transpose2d, conv_transpose2d_weight,
+                         conv_transpose3d, conv_transpose3d_weight)
+from .modules import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+
+__all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+           "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+           "conv1d_input", "conv2d_input", "conv3d_input",
+           "conv_transpose1d_weight", "conv_transpose2d_weight", "conv_transpose3d_weight"]
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

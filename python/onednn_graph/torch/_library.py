@@ -1,0 +1,238 @@
+"""The package's ops registered with PyTorch as ``torch.ops.onednn_graph.*``.
+
+Each is a ``torch.library.custom_op`` whose implementation is the functional API on
+the caller's tensors (read in place; the result is a torch tensor of its own,
+written by oneDNN through ``out=``, on the same cached native call path, without
+the GIL), with a fake implementation (shapes only, for ``torch.compile`` and
+``torch.export``) and an autograd formula made of the same ops, so that
+gradients, and their gradients, are computed by oneDNN too.
+
+Tensors are in PyTorch's layouts: data ``(N, C, *X)`` (oneDNN's NCX, whatever the
+memory format: channels-last tensors are NCX with NXC strides, which oneDNN reads
+in place), ConvTranspose weights ``(C_in, C_out/groups, *K)`` (IOX), convolution
+weights ``(C_out, C_in/groups, *K)`` (OIX). A result has the memory format of the
+data tensor it follows, as PyTorch's convolutions do.
+
+Attributes are oneDNN's: explicit ``pads_begin``/``pads_end`` per axis (PyTorch's
+``padding`` and "same" are converted by ``onednn_graph.torch.functional``).
+
+(No ``from __future__ import annotations`` here: ``custom_op`` reads the schema
+from the annotations.)
+"""
+
+from typing import List, Optional
+
+import torch
+
+from .. import ops as _ops
+from .._impl import arrays as _arrays
+from ._channel_sum import channel_sum
+
+_NCX = dict(data_format="NCX")
+
+
+def memory_format(t: torch.Tensor) -> torch.memory_format:
+    """The memory format a result following data tensor `t` takes: channels-last
+    where `t` is (and not also contiguous), as PyTorch's convolutions decide."""
+    if not t.is_contiguous():
+        if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
+            return torch.channels_last
+        if t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d):
+            return torch.channels_last_3d
+    return torch.contiguous_format
+
+
+def transposed_size(x, k, s, d, pb, pe, op):  # type: ignore[no-untyped-def]
+    """One spatial size of a ConvTranspose's output (also for symbolic sizes)."""
+    return (x - 1) * s - pb - pe + d * (k - 1) + op + 1
+
+
+def _attrs(stride: List[int], pads_begin: List[int], pads_end: List[int], dilation: List[int],
+           groups: int, **extra: object) -> dict:
+    return dict(strides=list(stride), pads_begin=list(pads_begin), pads_end=list(pads_end),
+                dilations=list(dilation), groups=groups, **_NCX, **extra)
+
+
+def _conv_transpose_shape(input: torch.Tensor, weight: torch.Tensor, stride: List[int],
+                          pads_begin: List[int], pads_end: List[int], output_padding: List[int],
+                          dilation: List[int], groups: int) -> list:
+    spatial = [transposed_size(x, k, s, d, pb, pe, op) for x, k, s, d, pb, pe, op in zip(
+        input.shape[2:], weight.shape[2:], stride, dilation, pads_begin, pads_end, output_padding)]
+    return [input.shape[0], weight.shape[1] * groups, *spatial]
+
+
+def _empty(shape: list, like: torch.Tensor, follows: Optional[torch.Tensor] = None) -> torch.Tensor:
+    fmt = memory_format(follows) if follows is not None else torch.contiguous_format
+    return torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=fmt)
+
+
+# --- the ops -------------------------------------------------------------------------
+
+@torch.library.custom_op("onednn_graph::conv_transpose", mutates_args=())
+def conv_transpose(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                   stride: List[int], pads_begin: List[int], pads_end: List[int],
+                   output_padding: List[int], dilation: List[int], groups: int) -> torch.Tensor:
+    """ConvTranspose (IOX weights), optionally with bias."""
+    out = _empty(_conv_transpose_shape(input, weight, stride, pads_begin, pads_end, output_padding,
+                                       dilation, groups), input, input)
+    _ops.conv_transpose(input, weight, bias, out=out, weights_format="IOX",
+                        output_padding=list(output_padding),
+                        **_attrs(stride, pads_begin, pads_end, dilation, groups))
+    return out
+
+
+@torch.library.custom_op("onednn_graph::conv_transpose_backward_data", mutates_args=())
+def conv_transpose_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
+                                 input_size: List[int], stride: List[int], pads_begin: List[int],
+                                 pads_end: List[int], output_padding: List[int],
+                                 dilation: List[int], groups: int) -> torch.Tensor:
+    """ConvTransposeBackwardData: the gradient of ``conv_transpose`` with respect to its input."""
+    out = _empty(list(input_size), grad_output, grad_output)
+    _ops.conv_transpose_backward_data(grad_output, weight, out=out, weights_format="IOX",
+                                      output_padding=list(output_padding),
+                                      **_attrs(stride, pads_begin, pads_end, dilation, groups))
+    return out
+
+
+@torch.library.custom_op("onednn_graph::conv_transpose_backward_weights", mutates_args=())
+def conv_transpose_backward_weights(input: torch.Tensor, grad_output: torch.Tensor,
+                                    weight_size: List[int], stride: List[int],
+                                    pads_begin: List[int], pads_end: List[int],
+                                    output_padding: List[int], dilation: List[int],
+                                    groups: int) -> torch.Tensor:
+    """ConvTransposeBackwardWeights: the gradient of ``conv_transpose`` with respect to its
+    (IOX) weights."""
+    out = _empty(list(weight_size), input)
+    _ops.conv_transpose_backward_weights(input, grad_output, tuple(weight_size), out=out,
+                                         weights_format="IOX", output_padding=list(output_padding),
+                                         **_attrs(stride, pads_begin, pads_end, dilation, groups))
+    return out
+
+
+@torch.library.custom_op("onednn_graph::convolution_backward_data", mutates_args=())
+def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
+                              input_size: List[int], stride: List[int], pads_begin: List[int],
+                              pads_end: List[int], dilation: List[int],
+                              groups: int) -> torch.Tensor:
+    """ConvolutionBackwardData: the gradient of a convolution (OIX weights) with respect to
+    its input, of `input_size`."""
+    out = _empty(list(input_size), grad_output, grad_output)
+    _ops.convolution_backward_data(grad_output, weight, tuple(input_size), out=out,
+                                   weights_format="OIX",
+                                   **_attrs(stride, pads_begin, pads_end, dilation, groups))
+    return out
+
+
+@torch.library.custom_op("onednn_graph::bias_grad", mutates_args=())
+def bias_grad(grad_output: torch.Tensor) -> torch.Tensor:
+    """The gradient of a bias added along axis 1: the sum of `grad_output` over the other axes."""
+    out = torch.empty(grad_output.shape[1], dtype=grad_output.dtype)
+    channel_sum("grad_output", grad_output, _arrays.to_numpy("out", out))
+    return out
+
+
+# --- shapes without running anything (torch.compile, torch.export) --------------------
+
+@conv_transpose.register_fake
+def _(input, weight, bias, stride, pads_begin, pads_end, output_padding, dilation, groups):  # type: ignore[no-untyped-def]
+    return _empty(_conv_transpose_shape(input, weight, stride, pads_begin, pads_end, output_padding,
+                                        dilation, groups), input, input)
+
+
+@conv_transpose_backward_data.register_fake
+def _(grad_output, weight, input_size, stride, pads_begin, pads_end, output_padding, dilation, groups):  # type: ignore[no-untyped-def]
+    return _empty(list(input_size), grad_output, grad_output)
+
+
+@conv_transpose_backward_weights.register_fake
+def _(input, grad_output, weight_size, stride, pads_begin, pads_end, output_padding, dilation, groups):  # type: ignore[no-untyped-def]
+    return _empty(list(weight_size), input)
+
+
+@convolution_backward_data.register_fake
+def _(grad_output, weight, input_size, stride, pads_begin, pads_end, dilation, groups):  # type: ignore[no-untyped-def]
+    return _empty(list(input_size), grad_output, grad_output)
+
+
+@bias_grad.register_fake
+def _(grad_output):  # type: ignore[no-untyped-def]
+    return grad_output.new_empty((grad_output.shape[1],))
+
+
+# --- gradients, each made of the ops above --------------------------------------------
+#
+# y = ConvTranspose(x, W) is bilinear, and <g, ConvTranspose(x, W)> = <ConvTransposeBackwardData
+# (g, W), x> = <ConvTransposeBackwardWeights(x, g), W>: every gradient of these ops is one of
+# them with the same attributes. ConvolutionBackwardData(dy, W) is ConvTranspose(dy, W) with
+# W's OIX memory read as IOX and output_padding the convolution's floor slack.
+
+def _save(ctx, inputs, output):  # type: ignore[no-untyped-def]
+    ctx.save_for_backward(*[t for t in inputs if isinstance(t, torch.Tensor)])
+    ctx.args = [None if isinstance(t, torch.Tensor) else t for t in inputs]
+    ctx.had_bias = len(inputs) > 2 and isinstance(inputs[2], torch.Tensor)
+
+
+def _like(grad, data):  # type: ignore[no-untyped-def]
+    """`grad` in `data`'s memory format, so that the gradients follow the data as PyTorch's
+    convolutions' do (they make grad_output contiguous in that format too)."""
+    return grad.contiguous(memory_format=memory_format(data))
+
+
+def _ct_backward(ctx, grad):  # type: ignore[no-untyped-def]
+    x, w = ctx.saved_tensors[:2]
+    grad = _like(grad, x)
+    attrs = ctx.args[3:]  # stride, pads_begin, pads_end, output_padding, dilation, groups
+    need = ctx.needs_input_grad
+    gx = conv_transpose_backward_data(grad, w, list(x.shape), *attrs) if need[0] else None
+    gw = conv_transpose_backward_weights(x, grad, list(w.shape), *attrs) if need[1] else None
+    gb = bias_grad(grad) if ctx.had_bias and need[2] else None
+    return (gx, gw, gb) + (None,) * 6
+
+
+def _ctbd_backward(ctx, grad):  # type: ignore[no-untyped-def]
+    dy, w = ctx.saved_tensors
+    grad = _like(grad, dy)
+    attrs = ctx.args[3:]
+    need = ctx.needs_input_grad
+    gdy = conv_transpose(grad, w, None, *attrs) if need[0] else None
+    gw = conv_transpose_backward_weights(grad, dy, list(w.shape), *attrs) if need[1] else None
+    return (gdy, gw) + (None,) * 7
+
+
+def _ctbw_backward(ctx, grad):  # type: ignore[no-untyped-def]
+    x, dy = ctx.saved_tensors
+    attrs = ctx.args[3:]
+    need = ctx.needs_input_grad
+    gx = conv_transpose_backward_data(dy, grad, list(x.shape), *attrs) if need[0] else None
+    gdy = conv_transpose(x, grad, None, *attrs) if need[1] else None
+    return (gx, gdy) + (None,) * 7
+
+
+def _cbd_backward(ctx, grad):  # type: ignore[no-untyped-def]
+    dy, w = ctx.saved_tensors
+    grad = _like(grad, dy)
+    input_size, stride, pads_begin, pads_end, dilation, groups = ctx.args[2:]
+    slack = [x - transposed_size(y, k, s, d, pb, pe, 0) for x, y, k, s, d, pb, pe in zip(
+        input_size[2:], dy.shape[2:], w.shape[2:], stride, dilation, pads_begin, pads_end)]
+    attrs = (stride, pads_begin, pads_end, slack, dilation, groups)
+    need = ctx.needs_input_grad
+    gdy = conv_transpose_backward_data(grad, w, list(dy.shape), *attrs) if need[0] else None
+    gw = conv_transpose_backward_weights(dy, grad, list(w.shape), *attrs) if need[1] else None
+    return (gdy, gw) + (None,) * 6
+
+
+def _bias_grad_backward(ctx, grad):  # type: ignore[no-untyped-def]
+    # The sum's gradient is its input broadcast back: a view, no arithmetic.
+    (shape,) = ctx.saved_shape
+    return grad.reshape([1, -1] + [1] * (len(shape) - 2)).expand(shape)
+
+
+def _save_shape(ctx, inputs, output):  # type: ignore[no-untyped-def]
+    ctx.saved_shape = (tuple(inputs[0].shape),)
+
+
+conv_transpose.register_autograd(_ct_backward, setup_context=_save)
+conv_transpose_backward_data.register_autograd(_ctbd_backward, setup_context=_save)
+conv_transpose_backward_weights.register_autograd(_ctbw_backward, setup_context=_save)
+convolution_backward_data.register_autograd(_cbd_backward, setup_context=_save)
+bias_grad.register_autograd(_bias_grad_backward, setup_context=_save_shape)
