@@ -29,7 +29,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import shapes
+from . import post as _post, shapes
 from ._impl import arrays as _arrays
 
 try:  # bfloat16 comes from ml_dtypes; without it only the other dtypes work
@@ -51,6 +51,7 @@ __all__ = [
     "convolution",
     "convolution_backward_weights",
     "conv_transpose_backprop_filters",
+    "post_ops",
 ]
 
 
@@ -161,8 +162,10 @@ def _attr_kw(strides: Spatial, pads_begin: Spatial, pads_end: Spatial, dilations
 def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 1,
                    pads_begin: Spatial = 0, pads_end: Spatial = 0, dilations: Spatial = 1,
                    auto_pad: str = "none", output_padding: Spatial = 0, groups: int = 1,
-                   data_format: str = "NXC", weights_format: str = "XOI") -> np.ndarray:
-    """Reference ConvTranspose (transposed convolution), the adjoint of :func:`convolution`.
+                   data_format: str = "NXC", weights_format: str = "XOI",
+                   post_ops: Optional[Sequence[_post.PostOp]] = None) -> np.ndarray:
+    """Reference ConvTranspose (transposed convolution), the adjoint of :func:`convolution`,
+    followed by `post_ops` (:func:`post_ops`, in float64 before the result is rounded).
 
     Parameters
     ----------
@@ -203,7 +206,8 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     y = _conv_transpose_ncx(x, w, _geom(p), p.attrs.groups, out_spatial)
     if bias is not None:
         y += a["bias"].reshape((1, -1) + (1,) * len(out_spatial))
-    return _relayout(y, "NCX", data_format).astype(dtype, order="C")
+    y = _relayout(y, "NCX", data_format)
+    return (_post_chain(y, post_ops) if post_ops else y).astype(dtype, order="C")
 
 
 def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatial = 1,
@@ -428,6 +432,58 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
         weights_format=weights_format)
     return np.ascontiguousarray(_relayout(dw, weights_format, filter_format))
 
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    import math
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+_UNARY = {
+    "Abs": lambda y, a: np.abs(y),
+    "Clamp": lambda y, a: np.clip(y, a["min"], a["max"]),
+    "Elu": lambda y, a: np.where(y > 0, y, a["alpha"] * np.expm1(np.minimum(y, 0))),
+    "Exp": lambda y, a: np.exp(y),
+    "GELU": lambda y, a: 0.5 * y * (1 + _erf(y / np.sqrt(2))),
+    "HardSigmoid": lambda y, a: np.clip(a["alpha"] * y + a["beta"], 0, 1),
+    "HardSwish": lambda y, a: y * np.clip(y + 3, 0, 6) / 6,
+    "LeakyReLU": lambda y, a: np.where(y >= 0, y, a["alpha"] * y),
+    "Log": lambda y, a: np.log(y),
+    "Mish": lambda y, a: y * np.tanh(np.logaddexp(0, y)),
+    "Sigmoid": lambda y, a: 1 / (1 + np.exp(-y)),
+    "SoftPlus": lambda y, a: np.logaddexp(0, a["beta"] * y) / a["beta"],
+    "ReLU": lambda y, a: np.maximum(y, 0),
+    "Round": lambda y, a: np.round(y),
+    "Sqrt": lambda y, a: np.sqrt(y),
+    "Square": lambda y, a: y * y,
+    "Tanh": lambda y, a: np.tanh(y),
+}
+_BINARY = {"Add": np.add, "Multiply": np.multiply, "Maximum": np.maximum,
+           "Minimum": np.minimum, "Subtract": np.subtract, "Divide": np.divide}
+
+
+def post_ops(result: Any, post_ops: Sequence[_post.PostOp]) -> np.ndarray:
+    """Apply `post_ops` (``onednn_graph.post``) in order to `result`, in float64:
+    what ``conv_transpose(..., post_ops=...)`` computes after the op.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onednn_graph import post, reference
+    >>> reference.post_ops(np.array([-1.0, 2.0]), [post.relu(), post.add(np.array([0.5, 0.5]))])
+    array([0.5, 2.5])
+    """
+    return _post_chain(_arrays.to_numpy("result", result).astype(np.float64), post_ops)
+
+
+def _post_chain(y: np.ndarray, post_ops: Sequence[_post.PostOp]) -> np.ndarray:
+    for p in post_ops:
+        if p.kind in _BINARY:
+            y = _BINARY[p.kind](y, _arrays.to_numpy("operand", p.operand).astype(np.float64))
+        else:
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                y = _UNARY[p.kind](y, dict(p.attrs))
+    return y
 
 def __dir__() -> list[str]:
     return list(__all__)
