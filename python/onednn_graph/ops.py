@@ -11,7 +11,8 @@ from typing import Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
-from ._impl import call as _call, registry as _registry
+from . import post as _post
+from ._impl import call as _call, fused as _fused, registry as _registry
 
 __all__ = [
     "conv_transpose",
@@ -47,7 +48,8 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
                    pads_begin: Spatial = 0, pads_end: Spatial = 0, dilations: Spatial = 1,
                    auto_pad: str = "none", output_padding: Spatial = 0, groups: int = 1,
                    data_format: str = "NXC", weights_format: str = "XOI",
-                   out: Optional[OutT] = None) -> Union[np.ndarray, OutT]:
+                   out: Optional[OutT] = None,
+                   post_ops: Optional[Sequence[_post.PostOp]] = None) -> Union[np.ndarray, OutT]:
     """Transposed convolution (the spec's ConvTranspose), computed by oneDNN.
 
     Parameters
@@ -64,6 +66,11 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     out : array or CPU torch tensor, optional
         Written in place and returned as the caller's own object; must have the
         result's shape and dtype.
+    post_ops : list of ``onednn_graph.post`` ops, optional
+        Applied in order after the op and its bias (``[post.relu(), post.add(skip)]``),
+        compiled with it by oneDNN's fusion policy: one partition where the linked
+        oneDNN fuses the chain (``onednn_graph.post``); ``og.reference.post_ops``
+        is the float64 reference.
 
     Returns
     -------
@@ -80,9 +87,13 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     array([[[1., 1., 1., 1., 1., 1.]]], dtype=float32)
     """
     arrays = (src, weights) if bias is None else (src, weights, bias)
-    return _call.run(_CT, _CT_IN, arrays, out, _CONV_KEYS,
-                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
-                      data_format, weights_format))
+    values = (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
+              data_format, weights_format)
+    if post_ops:
+        return _fused.conv_transpose(lambda y: _call.run(_CT, _CT_IN, arrays, y, _CONV_KEYS, values),
+                                     _CT_IN[:len(arrays)], arrays, dict(zip(_CONV_KEYS, values)),
+                                     post_ops, out)
+    return _call.run(_CT, _CT_IN, arrays, out, _CONV_KEYS, values)
 
 
 def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatial = 1,
