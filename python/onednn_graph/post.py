@@ -22,7 +22,7 @@ from typing import Any
 __all__ = ["PostOp", "UNARY", "BINARY", "abs", "clamp", "elu", "exp", "gelu", "hardsigmoid",
            "hardswish", "leaky_relu", "log", "mish", "relu", "round", "sigmoid", "softplus",
            "sqrt", "square", "tanh", "add", "multiply", "maximum", "minimum", "subtract",
-           "divide"]
+           "divide", "of_kind"]
 
 #: oneDNN 3.2's unary and binary ops that its ConvTranspose pattern fuses (patterns/utils.hpp).
 UNARY = ("Abs", "Clamp", "Elu", "Exp", "GELU", "HardSigmoid", "HardSwish", "LeakyReLU", "Log",
@@ -159,6 +159,17 @@ def subtract(other: Any) -> PostOp:
 def divide(other: Any) -> PostOp:
     """``y / other``."""
     return PostOp("Divide", operand=other)
+
+
+def of_kind(kind: str, operand: Any = None) -> PostOp:
+    """The post-op of oneDNN op `kind` with this module's default attributes (Clamp: [0, 1])."""
+    if kind == "Clamp":
+        return clamp(0.0, 1.0)
+    made = {p().kind: p for p in (abs, elu, exp, gelu, hardsigmoid, hardswish, leaky_relu, log,
+                                  mish, relu, round, sigmoid, softplus, sqrt, square, tanh)}
+    if kind in made:
+        return made[kind]()
+    return PostOp(kind, operand=operand)
 
 
 def __dir__() -> list[str]:

@@ -152,3 +152,21 @@ def test_a_reproducer_and_compile_op_say_post_ops_are_not_theirs_yet(rng):
         og.reproducer(og.conv_transpose, x, w, b, strides=2, post_ops=[post.relu()])
     with pytest.raises(TypeError, match="no input or attribute \\['post_ops'\\]"):
         og.compile_op("ConvTranspose", src=x, weights=w, strides=2, post_ops=[post.relu()])
+
+
+def test_capabilities_list_what_this_onednn_fuses_and_calls_agree(rng):
+    """og.capabilities()["fusion"] is asked of oneDNN's fusion policy; every post-op it
+    lists as fused gives a one-partition call here (f32), and oneDNN 3.2's pattern takes
+    all 23."""
+    fusion = og.capabilities()["fusion"]["ConvTranspose"]
+    assert sorted(fusion["fused"] + fusion["apart"]) == sorted(post.UNARY + post.BINARY)
+    if tuple(og.onednn_version()[:2]) == (3, 2):
+        assert fusion["apart"] == []
+    x, w, b = _arrays(rng, "f32")
+    shape = og.output_shape("ConvTranspose", [x.shape, w.shape, b.shape], **ATTRS)
+    one = np.ones(shape, np.float32)
+    for kind in fusion["fused"]:
+        p = post.of_kind(kind, one if kind in post.BINARY else None)
+        _fused._CACHE.clear()
+        og.conv_transpose(x, w, b, **ATTRS, post_ops=[p])
+        assert [f.partitions for f in _fused.cached()] == [1], kind

@@ -12,6 +12,7 @@ this module's own for results between partitions (``Fused.partitions`` counts th
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from typing import Any, Optional, Sequence
@@ -164,3 +165,27 @@ def cached() -> list[Fused]:
     """The fused calls compiled so far, least recently used first."""
     with _LOCK:
         return list(_CACHE.values())
+
+
+@functools.lru_cache(maxsize=None)
+def fusable() -> dict[str, list[str]]:
+    """Which post-ops (``onednn_graph.post``) the linked oneDNN fuses after a ConvTranspose
+    with bias, into one partition with it, in f32: asked of its fusion policy on a small
+    NXC problem, once per process (nothing is compiled). ``fused`` and ``apart`` list
+    oneDNN's op kinds."""
+    lt = _graph.LogicalTensor
+    found: dict[str, list[str]] = {"fused": [], "apart": []}
+    for kind in _post.UNARY + _post.BINARY:
+        ins = [lt(0, "f32", (1, 4, 4, 4)), lt(1, "f32", (2, 2, 4, 4)), lt(2, "f32", (4,))]
+        y, z = lt(3, "f32", (1, 8, 8, 4)), lt(4, "f32", (1, 8, 8, 4))
+        g = _graph.Graph()
+        g.add_op(_graph.Op(0, "ConvTranspose", ins, [y], {"strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
+             "data_format": "NXC", "weights_format": "XOI"}))
+        binary = kind in _post.BINARY
+        attrs: dict[str, Any] = dict(_post.of_kind(kind, 0.0 if binary else None).attrs)
+        if binary:
+            attrs["auto_broadcast"] = "numpy"
+        g.add_op(_graph.Op(1, kind, [y] + ([lt(5, "f32", (1, 8, 8, 4))] if binary else []), [z], attrs))
+        g.finalize()
+        found["fused" if len(g.get_partitions("fusion")) == 1 else "apart"].append(kind)
+    return found

@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import _core
-from . import kernels as _kernels, version as _version
+from . import fused as _fused, kernels as _kernels, version as _version
 
 
 def _support() -> Optional[list[dict[str, Any]]]:
@@ -31,7 +31,8 @@ def capabilities() -> dict[str, Any]:
     op and dtype saying which kernel the linked oneDNN has for it on this CPU
     (``kernel``: native, reference or none, and its ``implementation``) and
     how the package runs it (``runs``: native, or ``f32 chain``: in f32 between
-    oneDNN TypeCasts), and ``support``: ``_support.summary()``, one
+    oneDNN TypeCasts), ``fusion``: which post-ops the linked oneDNN fuses after a
+    ConvTranspose (``_fused.fusable()``), and ``support``: ``_support.summary()``, one
     dict per (op, feature) with ``native`` (the linked oneDNN computes it as
     written), ``literal`` (what it does then) and ``package`` (what the package
     does: native, lowered or unsupported), probed on the library at the call.
@@ -59,6 +60,8 @@ def capabilities() -> dict[str, Any]:
         "constant_tensor_cache": _core.get_constant_tensor_cache(),
         "kernels": _kernels.summary(),
         "support": _support(),
+        # post-ops oneDNN fuses after a ConvTranspose (onednn_graph.post), probed now
+        "fusion": {"ConvTranspose": _fused.fusable()},
     }
 
 
@@ -73,6 +76,10 @@ def report(caps: dict[str, Any]) -> str:
         f"constant-tensor cache: {'on' if caps['constant_tensor_cache'] else 'off'}",
     ]
     lines.append(_kernel_table(caps["cpu_isa"], caps["kernels"]))
+    fusion = caps["fusion"]["ConvTranspose"]
+    lines.append(f"\nPost-ops fused after ConvTranspose + bias into one partition (f32, "
+                 f"og.conv_transpose(..., post_ops=...)): {', '.join(fusion['fused']) or 'none'}"
+                 + (f"; run apart: {', '.join(fusion['apart'])}" if fusion["apart"] else ""))
     support = caps["support"]
     if support is None:
         lines.append("support matrix: not available in this installation")
