@@ -169,11 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         "3: " + "; ".join(f"oneDNN {a['onednn']}: {m['ms']:.1f} ms, {m['faults']:.1f} page faults "
                          f"and {m['fresh']:.1f} fresh allocations per call" for a, m in zip(about, held)) + ".",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    return suite.publish("\n".join(lines) + "\n", args.out)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -125,11 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         vs_torch = f"{m['fused'] / m['torch']:.2f}" if "torch" in m else "—"
         lines.append(f"| {name} | {dtype} | " + " | ".join(cells) +
                      f" | {m['fused'] / m['one by one']:.2f} | {vs_torch} | {4 * nbytes / 1e6:.1f} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    return suite.publish("\n".join(lines) + "\n", args.out)
 
 
 if __name__ == "__main__":

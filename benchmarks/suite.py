@@ -267,6 +267,15 @@ def build_cpp(source: Path, build_dir: Path) -> Optional[Path]:
 _WARM = 2
 
 
+def publish(text: str, out: Optional[str]) -> int:
+    """Print a benchmark script's report and write it to `out` too (when given); the
+    script's exit status."""
+    print(text)
+    if out:
+        Path(out).write_text(text)
+    return 0
+
+
 def _timed(fn: Callable[[], Any], n: int) -> float:
     for _ in range(_WARM):
         fn()

@@ -24,6 +24,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from train_conv_transpose import generator  # noqa: E402
 
+import suite  # noqa: E402
+
 import onednn_graph as og  # noqa: E402
 import onednn_graph.torch as ot  # noqa: E402
 from onednn_graph._impl import version as _version  # noqa: E402
@@ -84,11 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|---|---|",
         *[f"| {d} | {m} | {a * 1e3:.2f} | {b * 1e3:.2f} | {a / b:.2f} |" for d, m, a, b in rows],
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    return suite.publish("\n".join(lines) + "\n", args.out)
 
 
 if __name__ == "__main__":
