@@ -35,9 +35,9 @@ def _function(kind: str) -> Callable[..., Any]:
 def _keywords(kind: str, given: dict[str, Any]) -> dict[str, Any]:
     """The op's keywords with the functional API's defaults; unknown names are a TypeError."""
     inputs = _registry.input_names(kind)
-    # (post_ops: fused calls are the functional API's only, so far)
+    # (post_ops, quantize: fused and int8 calls are the functional API's only, so far)
     params = [p for name, p in inspect.signature(_function(kind)).parameters.items()
-              if name not in inputs and name not in ("out", "post_ops")]
+              if name not in inputs and name not in ("out", "post_ops", "quantize")]
     unknown = set(given) - {p.name for p in params}
     if unknown:
         raise TypeError(f"compile_op: {kind} has no input or attribute {sorted(unknown)}; "

@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
-from . import post as _post
+from . import post as _post, quant as _quant
 from ._impl import call as _call, fused as _fused, registry as _registry
 
 __all__ = [
@@ -49,7 +49,8 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
                    auto_pad: str = "none", output_padding: Spatial = 0, groups: int = 1,
                    data_format: str = "NXC", weights_format: str = "XOI",
                    out: Optional[OutT] = None,
-                   post_ops: Optional[Sequence[_post.PostOp]] = None) -> Union[np.ndarray, OutT]:
+                   post_ops: Optional[Sequence[_post.PostOp]] = None,
+                   quantize: Optional[_quant.Quantization] = None) -> Union[np.ndarray, OutT]:
     """Transposed convolution (the spec's ConvTranspose), computed by oneDNN.
 
     Parameters
@@ -71,6 +72,11 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
         compiled with it by oneDNN's fusion policy: one partition where the linked
         oneDNN fuses the chain (``onednn_graph.post``); ``og.reference.post_ops``
         is the float64 reference.
+    quantize : ``onednn_graph.quant.to(dtype, scale, zero_point)``, optional
+        Return the result quantized to u8/s8 (oneDNN's Quantize, fused with the op).
+        With `src` and `weights` quantized (``quant.per_tensor`` / ``quant.per_channel``)
+        the op is oneDNN's int8 ConvTranspose; ``og.reference.conv_transpose`` takes
+        the same arguments.
 
     Returns
     -------
@@ -89,10 +95,11 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     arrays = (src, weights) if bias is None else (src, weights, bias)
     values = (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
               data_format, weights_format)
-    if post_ops:
+    if post_ops or quantize is not None or isinstance(src, _quant.Quantized) \
+            or isinstance(weights, _quant.Quantized):
         return _fused.conv_transpose(lambda y: _call.run(_CT, _CT_IN, arrays, y, _CONV_KEYS, values),
                                      _CT_IN[:len(arrays)], arrays, dict(zip(_CONV_KEYS, values)),
-                                     post_ops, out)
+                                     post_ops, out, quantize)
     return _call.run(_CT, _CT_IN, arrays, out, _CONV_KEYS, values)
 
 

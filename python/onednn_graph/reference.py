@@ -19,7 +19,10 @@ ConvTransposeBackwardWeights is the derivative of ConvTranspose with respect
 to ``W``. Python loops run only over kernel taps.
 
 Inputs must share one floating dtype: float16, float32, bfloat16 (ml_dtypes),
-or float64 for tests. The result has that dtype.
+or float64 for tests. The result has that dtype. ConvTranspose also takes the int8
+form (``onednn_graph.quant``): quantized src and weights are dequantized to float64,
+the result is f32, or integers when ``quantize=`` asks for them (:func:`dequantize`,
+:func:`quantize`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import post as _post, shapes
+from . import post as _post, quant as _quant, shapes
 from ._impl import arrays as _arrays
 
 try:  # bfloat16 comes from ml_dtypes; without it only the other dtypes work
@@ -52,6 +55,8 @@ __all__ = [
     "convolution_backward_weights",
     "conv_transpose_backprop_filters",
     "post_ops",
+    "dequantize",
+    "quantize",
 ]
 
 
@@ -163,9 +168,12 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
                    pads_begin: Spatial = 0, pads_end: Spatial = 0, dilations: Spatial = 1,
                    auto_pad: str = "none", output_padding: Spatial = 0, groups: int = 1,
                    data_format: str = "NXC", weights_format: str = "XOI",
-                   post_ops: Optional[Sequence[_post.PostOp]] = None) -> np.ndarray:
+                   post_ops: Optional[Sequence[_post.PostOp]] = None,
+                   quantize: Optional[_quant.Quantization] = None) -> np.ndarray:
     """Reference ConvTranspose (transposed convolution), the adjoint of :func:`convolution`,
     followed by `post_ops` (:func:`post_ops`, in float64 before the result is rounded).
+    Quantized `src` and `weights` (``onednn_graph.quant``) are dequantized first and give
+    an f32 result, or `quantize`'s integers (:func:`quantize` of the float64 values).
 
     Parameters
     ----------
@@ -195,7 +203,12 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     >>> conv_transpose(x, w, strides=2, data_format="NCX", weights_format="IOX")
     array([[[ 1., 10.,  2., 20.,  3., 30.]]])
     """
-    a, dtype = _inputs(src=src, weights=weights, bias=bias)
+    if isinstance(src, _quant.Quantized) or isinstance(weights, _quant.Quantized):
+        a, _ = _inputs(bias=bias)
+        a["src"], a["weights"] = dequantize(src, "src"), dequantize(weights, "weights")
+        dtype = np.dtype(np.float32)  # what oneDNN's Dequantize makes
+    else:
+        a, dtype = _inputs(src=src, weights=weights, bias=bias)
     kw = _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_format,
                   weights_format, output_padding)
     in_shapes = [a["src"].shape, a["weights"].shape] + ([] if bias is None else [a["bias"].shape])
@@ -207,7 +220,62 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     if bias is not None:
         y += a["bias"].reshape((1, -1) + (1,) * len(out_spatial))
     y = _relayout(y, "NCX", data_format)
-    return (_post_chain(y, post_ops) if post_ops else y).astype(dtype, order="C")
+    y = _post_chain(y, post_ops) if post_ops else y
+    return _quantize(y, _quant_of(quantize)) if quantize is not None else y.astype(dtype, order="C")
+
+
+def _quant_of(q: Any) -> _quant.Quantization:
+    if not isinstance(q, _quant.Quantization):
+        raise TypeError(f"quantize must be an onednn_graph.quant.to(...) quantization, got {q!r}")
+    return q
+
+
+def dequantize(q: Any, name: str = "q") -> np.ndarray:
+    """The reals a quantized array (``onednn_graph.quant``) stands for, in float64:
+    ``(data - zero_point) * scale`` (per position of the axis for per-channel ones),
+    as oneDNN's Dequantize defines them.
+
+    >>> import numpy as np
+    >>> from onednn_graph import quant, reference
+    >>> reference.dequantize(quant.per_tensor(np.array([0, 128, 255], np.uint8), 0.5, 128))
+    array([-64. ,   0. ,  63.5])
+    """
+    if not isinstance(q, _quant.Quantized):
+        raise TypeError(f"{name} must be a quantized array (onednn_graph.quant.per_tensor or "
+                        f"per_channel), got {type(q).__name__}")
+    data = _arrays.to_numpy(name, q.data)
+    qz = q.quantization
+    if data.dtype != _quant.DTYPES[qz.dtype]:
+        raise TypeError(f"{name}: data of dtype {data.dtype} for a {qz.dtype} quantization")
+    shape = [1] * data.ndim
+    if qz.axis is not None:
+        shape[qz.axis] = -1
+    scales = np.asarray(qz.scales, np.float64).reshape(shape)
+    zps = np.asarray(qz.zero_points, np.float64).reshape(shape)
+    return (data.astype(np.float64) - zps) * scales
+
+
+def quantize(values: Any, quantization: _quant.Quantization) -> np.ndarray:
+    """`values` as integers of `quantization` (``onednn_graph.quant.to``):
+    ``saturate(round_half_to_even(values / scale) + zero_point)``, as oneDNN's Quantize
+    computes them (its CPU kernels round to nearest even and saturate).
+
+    >>> import numpy as np
+    >>> from onednn_graph import quant, reference
+    >>> reference.quantize(np.array([-1.0, 0.25, 0.75, 100.0]), quant.to("u8", 0.5, 2))
+    array([  0,   2,   4, 202], dtype=uint8)
+    """
+    return _quantize(_arrays.to_numpy("values", values).astype(np.float64), _quant_of(quantization))
+
+
+def _quantize(v: np.ndarray, q: _quant.Quantization) -> np.ndarray:
+    shape = [1] * v.ndim
+    if q.axis is not None:
+        shape[q.axis] = -1
+    scales = np.asarray(q.scales, np.float64).reshape(shape)
+    zps = np.asarray(q.zero_points, np.float64).reshape(shape)
+    lo, hi = q.range()
+    return np.clip(np.rint(v / scales) + zps, lo, hi).astype(_quant.DTYPES[q.dtype])
 
 
 def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatial = 1,
@@ -479,7 +547,9 @@ def post_ops(result: Any, post_ops: Sequence[_post.PostOp]) -> np.ndarray:
 def _post_chain(y: np.ndarray, post_ops: Sequence[_post.PostOp]) -> np.ndarray:
     for p in post_ops:
         if p.kind in _BINARY:
-            y = _BINARY[p.kind](y, _arrays.to_numpy("operand", p.operand).astype(np.float64))
+            operand = dequantize(p.operand, "operand") if isinstance(p.operand, _quant.Quantized) \
+                else _arrays.to_numpy("operand", p.operand).astype(np.float64)
+            y = _BINARY[p.kind](y, operand)
         else:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 y = _UNARY[p.kind](y, dict(p.attrs))

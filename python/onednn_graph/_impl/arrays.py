@@ -92,6 +92,10 @@ def as_input(name: str, value: Any) -> np.ndarray:
     if array.dtype == np.int32:
         raise TypeError(f"{name}: dtype int32 (s32) is only used for shape inputs; "
                         "data tensors take f32, bf16 or f16")
+    if _dtypes.dtype_name(array.dtype) in _dtypes.QUANTIZED:
+        raise TypeError(f"{name}: dtype {array.dtype} is quantized data: give it with its scale "
+                        "and zero point, onednn_graph.quant.per_tensor(array, scale, zero_point) "
+                        "(or quant.per_channel)")
     if describable(array):
         return array
     try:

@@ -14,12 +14,17 @@ DTYPES: dict[str, np.dtype] = {
     "bf16": np.dtype(ml_dtypes.bfloat16),
     "f16": np.dtype(np.float16),
     "s32": np.dtype(np.int32),
+    # Quantized data (onednn_graph.quant): read by Dequantize, written by Quantize.
+    "u8": np.dtype(np.uint8),
+    "s8": np.dtype(np.int8),
 }
 
 #: The floating-point dtypes the ops take, and those of them below f32, which run in
 #: f32 between TypeCasts where the CPU's oneDNN has no kernel (_impl.kernels, as_f32).
 LOW_PRECISION = ("bf16", "f16")
 FLOATING = ("f32",) + LOW_PRECISION
+#: The integer dtypes of quantized data, which the ops take only through onednn_graph.quant.
+QUANTIZED = ("u8", "s8")
 
 _NAMES = {dt: name for name, dt in DTYPES.items()}
 
@@ -27,7 +32,7 @@ SUPPORTED = ", ".join(f"{name} ({dt.name})" for name, dt in DTYPES.items())
 
 
 def dtype_name(dtype: Any) -> str:
-    """oneDNN's name ("f32", "bf16", "f16", "s32") for a dtype-like object.
+    """oneDNN's name ("f32", "bf16", "f16", "s32", "u8", "s8") for a dtype-like object.
 
     Accepts those names, NumPy dtypes, scalar types and anything ``np.dtype``
     understands; raises TypeError for any other dtype, listing the supported
