@@ -20,9 +20,10 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _core, graph as _graph, graph_json, ops
-from ._impl import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, kernels as _kernels,
-                    plan as _plan, registry as _registry, unreached as _unreached)
+from . import _core, graph as _graph, graph_json, ops, quant as _quant
+from ._impl import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, fused as _fused,
+                    kernels as _kernels, plan as _plan, registry as _registry,
+                    unreached as _unreached)
 from .operation import Operation
 
 __all__ = ["Reproducer", "reproducer", "benchdnn_command"]
@@ -115,12 +116,14 @@ def _call_plan(function: Any, args: tuple, kwargs: dict) -> Optional[Reproducer]
     bound.apply_defaults()
     given = bound.arguments
     names = tuple(n for n in _registry.input_names(kind) if given[n] is not None)
-    inputs = [_arrays.as_input(n, given[n]) for n in names]
-    if given.get("post_ops"):
-        raise ValueError("reproducer: a call with post_ops is not written as a case yet; "
-                         "reproduce the op alone, or build the fused graph with og.Graph")
     attrs = {k: v for k, v in given.items()
-             if k not in _registry.input_names(kind) and k not in ("out", "post_ops")}
+             if k not in _registry.input_names(kind) and k not in ("out", "post_ops", "quantize")}
+    if given.get("post_ops") or given.get("quantize") is not None \
+            or any(isinstance(given[n], _quant.Quantized) for n in names):
+        # A fused call: the op as called, its epilogue and quantization, as one graph.
+        return reproducer(_fused.graph_of(names, [given[n] for n in names], attrs,
+                                          given.get("post_ops"), given.get("quantize")))
+    inputs = [_arrays.as_input(n, given[n]) for n in names]
     return describe(_plan.plan_call(kind, names, inputs, attrs), inputs)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import onednn_graph as og
-from onednn_graph import post
+from onednn_graph import cli, post
 from onednn_graph._impl import fused as _fused
 from onednn_graph.tolerance import UNIT_ROUNDOFF, Comparison
 from helpers import NUMPY, random
@@ -146,10 +146,35 @@ def test_the_decoder_chain_matches_pytorchs_eager_sequence(rng):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)  # f32, 72 products: rounding
 
 
-def test_a_reproducer_and_compile_op_say_post_ops_are_not_theirs_yet(rng):
+def test_a_fused_call_is_written_and_replayed_by_the_driver(rng, tmp_path):
+    """The reproducer of a fused call is its graph (the op as called with its bias, then
+    the post-ops); onednn-graph run replays it and checks the output against the whole
+    graph's reference (graph_reference's bound carried through the chain)."""
+    from onednn_graph._impl import runner
     x, w, b = _arrays(rng, "f32")
-    with pytest.raises(ValueError, match="post_ops is not written as a case yet"):
-        og.reproducer(og.conv_transpose, x, w, b, strides=2, post_ops=[post.relu()])
+    skip = random(rng, og.output_shape("ConvTranspose", [x.shape, w.shape], **ATTRS), "f32")
+    r = og.reproducer(og.conv_transpose, x, w, b, **ATTRS, post_ops=[post.relu(), post.add(skip)])
+    assert [op["kind"] for op in r.spec["graph"]] == ["ConvTranspose", "ReLU", "Add"]
+    r.save(tmp_path / "case.json")
+    result = runner.run(og.load_graph(tmp_path / "case.json"))
+    assert result.passed, [str(c.comparison) for c in result.checks]
+    assert [c.kind for c in result.checks] == ["Add"]
+    for dt in ("f32", "bf16", "f16"):  # the command, with the dtype changed as benchdnn's --dt does
+        assert cli.main(["run", str(tmp_path / "case.json"), "--dt", dt]) == cli.EXIT_PASS
+
+
+def test_the_driver_fails_a_wrong_fused_result(rng, tmp_path, monkeypatch):
+    """The graph check can fail: a reference ReLU that is not oneDNN's is caught."""
+    from onednn_graph._impl import runner
+    x, w, b = _arrays(rng, "f32")
+    g = og.load_graph(og.reproducer(og.conv_transpose, x, w, b, **ATTRS, post_ops=[post.relu()]).spec)
+    monkeypatch.setitem(og.reference._UNARY, "ReLU", lambda y, a: np.maximum(y, 0.01))
+    result = runner.run(g)
+    assert result.passed is False
+
+
+def test_compile_op_says_post_ops_are_not_its_own_yet(rng):
+    x, w, b = _arrays(rng, "f32")
     with pytest.raises(TypeError, match="no input or attribute \\['post_ops'\\]"):
         og.compile_op("ConvTranspose", src=x, weights=w, strides=2, post_ops=[post.relu()])
 

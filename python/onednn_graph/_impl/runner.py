@@ -7,6 +7,13 @@ in exact mode small integers (as benchdnn fills its inputs) for which an f32
 accumulator is exact. Outputs start as NaN, so an element oneDNN never writes
 fails the check. Each op is compared with ``reference`` on the very inputs
 oneDNN read, with ``tolerance``'s bound.
+
+A graph with an epilogue (BiasAdd, post-ops, Dequantize / Quantize: what oneDNN
+fuses into one partition, whose values between ops are never written) is checked
+at its outputs against the whole graph's reference (``graph_reference``). Its
+quantized (u8/s8) inputs are filled, like benchdnn's int8 ones, with the zero point
+plus small even steps, which every int8 kernel computes exactly (see
+``fused._WITHOUT_VNNI``).
 """
 
 from __future__ import annotations
@@ -19,14 +26,17 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import _core, graph as _graph, reference, shapes, tolerance
-from . import compiled as _compiled, cost as _cost, dtypes as _dtypes, plan as _plan, registry as _registry
+from . import (compiled as _compiled, cost as _cost, dtypes as _dtypes,
+               graph_reference as _graph_reference, plan as _plan, registry as _registry)
 from .call import prepare
 from .._core import Tensor
 from ..errors import UnsupportedError
 
 #: The op kinds the driver checks: those the reference covers (the spec's ops, the
-#: legacy name, and the convolution ops some calls run as).
-CHECKED = tuple(_registry.SPECS) + (_registry.LEGACY.kind,)
+#: legacy name, the convolution ops some calls run as, and the epilogue oneDNN fuses
+#: after them).
+CONVOLUTIONS = tuple(_registry.SPECS) + (_registry.LEGACY.kind,)
+CHECKED = CONVOLUTIONS + _graph_reference.EPILOGUE
 
 
 def reference_of(kind: str) -> Any:
@@ -71,6 +81,10 @@ class _Call:
     plan: shapes.Plan
     input_shapes: list[tuple[int, ...]]
 
+    @property
+    def terms(self) -> int:
+        return tolerance.accumulation_terms(self.plan, self.input_shapes)
+
 
 def _call(op: _graph.Op) -> _Call:
     kind, attrs = op.kind, op.attrs
@@ -90,7 +104,9 @@ def check_runnable(graph: _graph.Graph) -> None:
     for op in graph.ops:
         if op.kind not in CHECKED:
             raise ValueError(f"op {op.id} is a {op.kind}; the driver runs graphs of "
-                             f"{', '.join(CHECKED)} (the ops the reference covers)")
+                             f"{', '.join(CONVOLUTIONS)} and the epilogue oneDNN fuses after "
+                             "them (BiasAdd, Dequantize, Quantize, the onednn_graph.post ops): "
+                             "the ops the reference covers")
         for t in op.inputs + op.outputs:
             if t.shape is None or any(d < 0 for d in t.shape) or t.strides is None:
                 raise ValueError(f"op {op.id}: tensor {t.id} needs a known shape and strides "
@@ -109,6 +125,8 @@ def tune(graph: _graph.Graph) -> list[tuple[int, str, Any]]:
     check_runnable(graph)
     done = []
     for op in graph.ops:
+        if op.kind not in CONVOLUTIONS:
+            continue  # an epilogue op: nothing of its own to tune
         call = _call(op)
         names = _registry.input_names(op.kind)[:len(call.input_ids)]
         lts = {t.id: t for t in op.inputs}
@@ -120,13 +138,57 @@ def tune(graph: _graph.Graph) -> list[tuple[int, str, Any]]:
     return done
 
 
-def _fill(rng: np.random.Generator, lt: Any, exact_r: Optional[int]) -> np.ndarray:
+def _fill(rng: np.random.Generator, lt: Any, exact_r: Optional[int],
+          zero_point: int = 0) -> np.ndarray:
     a = _compiled.array_for(lt)
-    if exact_r is None:
+    if lt.dtype in _dtypes.QUANTIZED:  # zero point + {-4, -2, 0, 2, 4}: exact on every int8 kernel
+        info = np.iinfo(a.dtype)
+        a[...] = np.clip(zero_point + 2 * rng.integers(-2, 3, size=a.shape), info.min, info.max)
+    elif exact_r is None:
         a[...] = rng.uniform(-1, 1, size=a.shape)
     else:
         a[...] = rng.integers(-exact_r, exact_r + 1, size=a.shape)
     return a
+
+
+def _check_outputs(graph: _graph.Graph, calls: dict[int, _Call],
+                   arrays: dict[int, np.ndarray]) -> list[OpCheck]:
+    """Each output of the graph (a value no op reads) against the graph's reference."""
+    values = {tid: a.astype(np.float64) for tid, a in arrays.items()}
+    bounds = {tid: np.zeros(a.shape) for tid, a in arrays.items()}
+    consumed = {t.id for op in graph.ops for t in op.inputs}
+    checks = []
+    for op in _in_order(graph.ops):
+        call = calls.get(op.id)
+        ids = call.input_ids if call else [t.id for t in op.inputs]
+        out = op.outputs[0]
+        values[out.id], bounds[out.id] = _graph_reference.evaluate(
+            op, [values[i] for i in ids], [bounds[i] for i in ids], call)
+        if out.id not in consumed:
+            checks.append(OpCheck(op.id, op.kind, out.dtype, call.terms if call else 0,
+                                  tolerance.Comparison(arrays[out.id], values[out.id],
+                                                       bounds[out.id] + 1e-30)))
+    return checks
+
+
+def _in_order(ops: list[_graph.Op]) -> list[_graph.Op]:
+    """`ops` with every op after the ops whose outputs it reads."""
+    made_by = {t.id: op for op in ops for t in op.outputs}
+    done: list[_graph.Op] = []
+    seen: set[int] = set()
+
+    def visit(op: _graph.Op) -> None:
+        if op.id in seen:
+            return
+        seen.add(op.id)
+        for t in op.inputs:
+            if t.id in made_by:
+                visit(made_by[t.id])
+        done.append(op)
+
+    for op in ops:
+        visit(op)
+    return done
 
 
 def _low_precision(p: _graph.Partition) -> bool:
@@ -142,10 +204,17 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
     compiling or executing fails.
     """
     check_runnable(graph)
-    calls = {op.id: _call(op) for op in graph.ops}
+    calls = {op.id: _call(op) for op in graph.ops if op.kind in CONVOLUTIONS}
+    epilogue = len(calls) < len(graph.ops)
+    if epilogue and exact:
+        raise ValueError("exact mode checks graphs of the convolution ops alone; this one has "
+                         f"{', '.join(sorted({op.kind for op in graph.ops} - set(CONVOLUTIONS)))}"
+                         " (use the default mode: a bound carried through the graph)")
     lts = {t.id: t for op in graph.ops for t in op.inputs + op.outputs}
     produced = {t.id for op in graph.ops for t in op.outputs}
-    terms = {oid: tolerance.accumulation_terms(c.plan, c.input_shapes) for oid, c in calls.items()}
+    terms = {oid: c.terms for oid, c in calls.items()}
+    zero_points = {op.inputs[0].id: int(op.attrs.get("zps", [0])[0])
+                   for op in graph.ops if op.kind == "Dequantize"}
     if not graph.is_finalized:
         graph.finalize()
     partitions = graph.get_partitions()
@@ -159,17 +228,18 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
     rng = np.random.default_rng(seed)
     arrays: dict[int, np.ndarray] = {}
     for op in graph.ops:
-        call = calls[op.id]
-        r = tolerance.exact_range(terms[op.id]) if exact else None
+        call = calls.get(op.id)
+        r = tolerance.exact_range(terms[op.id]) if exact and call else None
         for i, t in enumerate(op.inputs):
             if t.id in produced or t.id in arrays:
                 continue
-            if i >= len(call.input_ids):  # the s32 shape input
+            if call and i >= len(call.input_ids):  # the s32 shape input
                 arrays[t.id] = np.asarray(op.outputs[0].shape, np.int32)
             else:
-                arrays[t.id] = _fill(rng, t, r)
-    for tid in produced:
-        arrays[tid] = _compiled.array_for(lts[tid], np.nan)
+                arrays[t.id] = _fill(rng, t, r, zero_points.get(t.id, 0))
+    for tid in produced:  # NaN where oneDNN never writes (u8/s8 outputs: 0)
+        arrays[tid] = _compiled.array_for(lts[tid], np.nan) if lts[tid].dtype not in \
+            _dtypes.QUANTIZED else _compiled.array_for(lts[tid], 0)
 
     engine, stream = _compiled.engine(), _compiled.stream()
     result = Result(passed=None)
@@ -196,6 +266,10 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
                          "the reference one)" for p, (c, _, _) in zip(partitions, steps)
                          if c.runs_in_f32]
     result.flops = sum(_cost.problem(c.plan, c.input_shapes).flops for c in calls.values())
+    if epilogue and not perf:
+        result.checks = _check_outputs(graph, calls, arrays)
+        result.passed = all(c.comparison.ok for c in result.checks)
+        return result
     if perf:
         times = []
         for _ in range(repeat):

@@ -1,0 +1,108 @@
+"""The float64 reference of a whole graph, and how far oneDNN may be from it.
+
+A fused partition never writes the values between its ops, so a graph of an op
+and its epilogue (BiasAdd, ``onednn_graph.post`` ops, Dequantize / Quantize) is
+checked at its outputs: every op's reference is applied, in order, to the
+reference values of its inputs, and each value carries a bound ``e`` (per
+element) on oneDNN's distance from it:
+
+- a convolution-family op: the package's bound (``tolerance``: two roundings to
+  the dtype and the f32 accumulation), plus its inputs' bounds carried through
+  the op (``op(e_x, |w|) + op(|x|, e_w)``: the ops are bilinear);
+- BiasAdd, a unary or binary op: the spread of its reference over its inputs'
+  intervals (evaluated at their ends: every such op here is monotonic, or flat,
+  on intervals this small), plus 2**-20 of ``max(|f(y)|, |y|)`` for oneDNN's f32
+  eltwise approximations (GELU, Mish, HardSwish are ``y`` times an approximated
+  factor: their error scales with ``|y|``, e.g. 7e-07 on GELU(-5) = 4e-07) and one
+  rounding to the dtype;
+- Dequantize: one f32 rounding; Quantize: every integer the interval rounds to
+  (so a value near a rounding boundary may come out one unit either way).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import post as _post, quant as _quant, reference, tolerance
+from . import registry as _registry
+
+#: The epilogue ops a checked graph may hold besides the convolution-family ones.
+EPILOGUE = ("BiasAdd", "Dequantize", "Quantize") + _post.UNARY + _post.BINARY
+
+_ELTWISE = 2.0**-20  # oneDNN's f32 eltwise approximations, relative (test_post_ops.py)
+_F32 = tolerance.UNIT_ROUNDOFF["f32"]
+
+
+def _rounding(dtype: str) -> float:
+    return 2 * tolerance.UNIT_ROUNDOFF.get(dtype, 0.0)
+
+
+def _spread(f: Callable[..., np.ndarray], values: list[np.ndarray],
+            bounds: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """f at `values`, and the most it moves over the corners of values +- bounds."""
+    ref = f(*values)
+    worst = np.zeros_like(ref)
+    corners = [[]]  # type: list[list[np.ndarray]]
+    for v, e in zip(values, bounds):
+        corners = [c + [v - e] for c in corners] + [c + [v + e] for c in corners]
+    with np.errstate(all="ignore"):
+        for c in corners:
+            moved = np.abs(f(*c) - ref)
+            worst = np.fmax(worst, np.where(np.isnan(moved), np.inf, moved))
+    return ref, worst
+
+
+def _quantization(attrs: dict, dtype: str) -> _quant.Quantization:
+    per_channel = attrs.get("qtype", "per_tensor") == "per_channel"
+    return _quant.Quantization(dtype, tuple(float(s) for s in attrs["scales"]),
+                               tuple(int(z) for z in attrs.get("zps", [0])),
+                               int(attrs.get("axis", 1)) if per_channel else None)
+
+
+def evaluate(op: Any, values: list[np.ndarray], bounds: list[np.ndarray],
+             call: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """The reference value of `op`'s output from its inputs' reference `values`, and its
+    bound; `call` is the runner's reference call of a convolution-family op."""
+    kind, attrs, out = op.kind, op.attrs, op.outputs[0]
+    if call is not None:
+        ref = call.fn(*values, **call.kwargs).astype(np.float64)
+        mags = [np.abs(v) for v in values]
+        e = _rounding(out.dtype) * np.abs(ref) + call.terms * 2.0**-24 * call.fn(*mags, **call.kwargs)
+        for i, b in enumerate(bounds):
+            if np.any(b):
+                e = e + np.abs(call.fn(*[b if j == i else m for j, m in enumerate(mags)], **call.kwargs))
+        return ref, e
+    if kind == "Dequantize":
+        q = _quantization(attrs, op.inputs[0].dtype)
+        ref = reference.dequantize(_quant.Quantized(values[0].astype(_quant.DTYPES[q.dtype]), q))
+        return ref, _F32 * 2 * np.abs(ref)
+    if kind == "Quantize":
+        q = _quantization(attrs, out.dtype)
+        slack = bounds[0] + 2 * _F32 * np.abs(values[0])  # and the f32 division by the scale
+        ref = reference.quantize(values[0], q).astype(np.float64)
+        lo = reference.quantize(values[0] - slack, q).astype(np.float64)
+        hi = reference.quantize(values[0] + slack, q).astype(np.float64)
+        return ref, np.maximum(ref - lo, hi - ref)
+    if kind == "BiasAdd":
+        channel_last = attrs.get("data_format", "NXC") == "NXC"
+        shape = [1] * values[0].ndim
+        shape[-1 if channel_last else 1] = -1
+        ref, spread = _spread(lambda x, b: x + b.reshape(shape), values, bounds)
+        return ref, spread + _rounding(out.dtype) * np.abs(ref)
+    if kind in _post.BINARY:
+        def f(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return reference.post_ops(a, [_post.PostOp(kind, operand=b)])
+        ref, spread = _spread(f, values, bounds)
+    else:
+        p = _post.PostOp(kind, tuple((k, float(v)) for k, v in sorted(attrs.items())
+                                     if isinstance(v, (int, float)) and not isinstance(v, bool)))
+        ref, spread = _spread(lambda y: reference.post_ops(y, [p]), values, bounds)
+        spread = spread + _ELTWISE * np.fmax(np.abs(ref), np.abs(values[0]))
+    return ref, spread + (_ELTWISE + _rounding(out.dtype)) * np.abs(ref)
+
+
+def checked_kind(kind: str) -> bool:
+    """Whether a graph of ops of `kind` can be checked against the reference."""
+    return kind in _registry.SPECS or kind == _registry.LEGACY.kind or kind in EPILOGUE
