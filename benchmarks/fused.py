@@ -1,6 +1,6 @@
 """A decoder block's ConvTranspose + bias + ReLU + skip Add: fused, one by one, and PyTorch.
 
-    python benchmarks/fused.py [--dtypes f32,bf16] [--rounds 5] [--out docs/benchmarks/<ISA>-fused.md]
+    python benchmarks/fused.py [--dtypes f32,bf16,int8] [--rounds 5] [--out docs/benchmarks/<ISA>-fused.md]
 
 On the suite's decoder shapes (benchmarks/suite.py: DCGAN and U-Net layers), NXC data,
 with a skip tensor of the result's shape, four systems in rounds that take turns:
@@ -12,6 +12,10 @@ with a skip tensor of the result's shape, four systems in rounds that take turns
   one post-op), through buffers of the result's size;
 * ``torch``: PyTorch's eager ``conv_transpose2d`` (channels-last), ``relu``, ``+``;
 * ``torch.compile``: the same function compiled by inductor (compilation untimed).
+
+``int8`` is the quantized form (``onednn_graph.quant``), fused only: u8 src, s8 weights
+per output channel, f32 bias, ReLU, a u8 skip dequantized in the graph, the result
+quantized to u8; its last column compares it with the f32 fused call.
 
 Memory traffic the fusion saves per call: each post-op run alone reads and writes the
 whole result once more, 2 x 2 x result bytes for the two post-ops.
@@ -29,14 +33,31 @@ import numpy as np
 
 import suite
 import onednn_graph as og
-from onednn_graph import post
+from onednn_graph import post, quant
 from onednn_graph._impl import compiled as _compiled, dtypes as _dtypes, fused as _fused
 from onednn_graph._impl import version as _version
 
 CASES = ("dcgan-1", "dcgan-2", "unet-1", "unet-2")
 
 
+def int8_system(c: suite.Case) -> tuple[dict[str, Callable[[], Any]], int]:
+    rng = np.random.default_rng(0)
+    x = quant.per_tensor(rng.integers(0, 256, (c.n, *c.spatial, c.c_in)).astype(np.uint8), 0.02, 128)
+    w = quant.per_channel(rng.integers(-64, 65, (c.k, c.k, c.c_out, c.c_in)).astype(np.int8),
+                          np.full(c.c_out, 0.01), axis=2)  # XOI; exact on every ISA
+    b = rng.standard_normal(c.c_out).astype(np.float32)
+    kw = dict(strides=c.s, pads_begin=c.p, pads_end=c.p)
+    shape = og.output_shape("ConvTranspose", [x.data.shape, w.data.shape, b.shape], **kw)
+    skip = quant.per_tensor(rng.integers(0, 256, shape).astype(np.uint8), 0.05, 0)
+    out = np.empty(shape, np.uint8)
+    chain, q = [post.relu(), post.add(skip)], quant.to("u8", 0.05, 0)
+    return {"fused": lambda: og.conv_transpose(x, w, b, **kw, post_ops=chain, quantize=q,
+                                               out=out)}, out.nbytes
+
+
 def systems(c: suite.Case, dtype: str, torch: Any) -> tuple[dict[str, Callable[[], Any]], int]:
+    if dtype == "int8":
+        return int8_system(c)
     rng = np.random.default_rng(0)
     nd = _dtypes.numpy_dtype(dtype)
     x = rng.standard_normal((c.n, *c.spatial, c.c_in)).astype(nd)
@@ -47,9 +68,9 @@ def systems(c: suite.Case, dtype: str, torch: Any) -> tuple[dict[str, Callable[[
     skip = rng.standard_normal(shape).astype(nd)
     out, y, z = (np.empty(shape, nd) for _ in range(3))
     chain = [post.relu(), post.add(skip)]
-    dt, meta = _dtypes.dtype_name(nd), _compiled.meta(out)
-    relu = _fused.Fused(None, meta, dt, [("ReLU", (), None)], meta)
-    add = _fused.Fused(None, meta, dt, [("Add", (), _compiled.meta(skip))], meta)
+    port = (_compiled.meta(out), _dtypes.dtype_name(nd), None)
+    relu = _fused.Fused(None, port, [("ReLU", (), None)], port)
+    add = _fused.Fused(None, port, [("Add", (), (_compiled.meta(skip), port[1], None))], port)
 
     def one_by_one() -> None:
         og.conv_transpose(x, w, b, **kw, out=y)
@@ -77,7 +98,7 @@ def systems(c: suite.Case, dtype: str, torch: Any) -> tuple[dict[str, Callable[[
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dtypes", default="f32,bf16")
+    parser.add_argument("--dtypes", default="f32,bf16,int8")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--target-ms", type=float, default=20.0)
     parser.add_argument("--out", default=None)
@@ -113,17 +134,25 @@ def main(argv: list[str] | None = None) -> int:
         f"({v.cpu_runtime}){', PyTorch ' + torch.__version__ if torch else ''}; "
         f"{time.perf_counter() - start:.0f} s. ConvTranspose + bias + ReLU + skip Add, NXC "
         "(PyTorch: channels-last), median ms per call; traffic saved = 2 post-ops x "
-        "(read + write) of the result.",
+        "(read + write) of the result. int8: u8 src, s8 weights per channel, u8 skip "
+        "and result, fused only.",
         "",
         "| case | dtype | " + " | ".join(f"{h} ms" for h in header) +
-        " | fused / one by one | fused / torch | traffic saved MB |",
-        "|---|---|" + "---|" * (len(header) + 3),
+        " | fused / one by one | fused / torch | fused / torch.compile | traffic saved MB "
+        "| fused / f32 fused |",
+        "|---|---|" + "---|" * (len(header) + 5),
     ]
+    f32 = {name: m["fused"] for name, dtype, m, _ in rows if dtype == "f32"}
+
+    def ratio(m: dict[str, float], a: str, b: str) -> str:
+        return f"{m[a] / m[b]:.2f}" if a in m and b in m else "—"
     for name, dtype, m, nbytes in rows:
         cells = [f"{m[h] * 1e3:.3f}" if h in m else "—" for h in header]
-        vs_torch = f"{m['fused'] / m['torch']:.2f}" if "torch" in m else "—"
+        vs_f32 = f"{m['fused'] / f32[name]:.2f}" if name in f32 else "—"
+        saved = "—" if dtype == "int8" else f"{4 * nbytes / 1e6:.1f}"  # no one-by-one int8 run
         lines.append(f"| {name} | {dtype} | " + " | ".join(cells) +
-                     f" | {m['fused'] / m['one by one']:.2f} | {vs_torch} | {4 * nbytes / 1e6:.1f} |")
+                     f" | {ratio(m, 'fused', 'one by one')} | {ratio(m, 'fused', 'torch')} | "
+                     f"{ratio(m, 'fused', 'torch.compile')} | {saved} | {vs_f32} |")
     return suite.publish("\n".join(lines) + "\n", args.out)
 
 

@@ -28,8 +28,8 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
         "against oneDNN; importing from the source tree does not work."
     ) from exc
 
-from . import (errors, graph, graph_json, operation, ops, overrides, padding, reference, shapes,
-               tolerance, torch_like)
+from . import (errors, graph, graph_json, operation, ops, overrides, padding, post, quant,
+               reference, shapes, tolerance, torch_like)
 from . import _impl
 from ._core import Engine, LogicalTensor, Stream, onednn_allocations, reset_onednn_peak
 from ._impl.compiled import CacheInfo, cache_info, cached_ops, clear_cache, set_cache_capacity
@@ -39,7 +39,7 @@ from ._impl.tuning_db import TuningDatabase, TuningEntry, tuning_database
 from ._impl.version import cpu_isa, onednn_version
 from .graph import CompiledPartition, Graph, Op, Partition, Tensor
 from .graph_json import load_graph, save_graph
-from .operation import Operation, compile_op
+from .operation import FusedOperation, Operation, compile_op
 from .ops import (conv_transpose, conv_transpose_backprop_filters, conv_transpose_backward_data,
                   conv_transpose_backward_weights, convolution_backward_data)
 from .reproducer import reproducer
@@ -49,7 +49,7 @@ __all__ = [
     # the functional API and compiled operations
     "conv_transpose", "conv_transpose_backward_data", "conv_transpose_backward_weights",
     "convolution_backward_data", "conv_transpose_backprop_filters", "output_shape",
-    "compile_op", "Operation",
+    "compile_op", "Operation", "FusedOperation",
     # the call cache and tuning
     "cache_info", "CacheInfo", "cached_ops", "clear_cache", "set_cache_capacity", "set_tuning",
     "tuning_enabled", "tuning_database", "TuningDatabase", "TuningEntry",
@@ -62,8 +62,8 @@ __all__ = [
     # errors
     "Error", "UnsupportedError",
     # modules
-    "errors", "graph", "graph_json", "operation", "ops", "overrides", "padding", "reference",
-    "shapes", "tolerance", "torch_like",
+    "errors", "graph", "graph_json", "operation", "ops", "overrides", "padding", "post", "quant",
+    "reference", "shapes", "tolerance", "torch_like",
 ]
 _impl.export(__name__, cache_info, CacheInfo, cached_ops, clear_cache, set_cache_capacity,
              set_tuning, tuning_enabled, tuning_database, TuningDatabase, TuningEntry, capabilities, cpu_isa, onednn_version)

@@ -20,11 +20,12 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from . import _core, ops
+from . import _core, ops, quant as _quant
 from ._impl import (arrays as _arrays, attrs as _attrs, call as _call, compiled as _compiled,
-                    dtypes as _dtypes, plan as _plan, registry as _registry, version as _version)
+                    dtypes as _dtypes, fused as _fused, plan as _plan, registry as _registry,
+                    version as _version)
 
-__all__ = ["Operation", "compile_op"]
+__all__ = ["Operation", "FusedOperation", "compile_op"]
 
 def _function(kind: str) -> Callable[..., Any]:
     """`kind`'s function in the functional API, which defines its keywords and defaults."""
@@ -35,7 +36,7 @@ def _function(kind: str) -> Callable[..., Any]:
 def _keywords(kind: str, given: dict[str, Any]) -> dict[str, Any]:
     """The op's keywords with the functional API's defaults; unknown names are a TypeError."""
     inputs = _registry.input_names(kind)
-    # (post_ops, quantize: fused and int8 calls are the functional API's only, so far)
+    # (post_ops, quantize: compile_op takes them itself, for ConvTranspose)
     params = [p for name, p in inspect.signature(_function(kind)).parameters.items()
               if name not in inputs and name not in ("out", "post_ops", "quantize")]
     unknown = set(given) - {p.name for p in params}
@@ -61,7 +62,8 @@ def _example(name: str, value: Any, dtype: Optional[str]) -> np.ndarray:
 
 
 def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool = False,
-               tune: bool = False, threads: Optional[int] = None, **arguments: Any) -> "Operation":
+               tune: bool = False, threads: Optional[int] = None,
+               **arguments: Any) -> "Operation":
     """Compile one op for the given input shapes, strides, dtype and attributes.
 
     Parameters
@@ -97,12 +99,17 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
         The op's inputs by name (``src``, ``weights``, ``bias``, ``diff_dst``,
         ...), each an array (its shape, strides and dtype are compiled for) or
         a shape tuple (C-contiguous), and its attributes as the functional API
-        takes them (``strides=2``, ``weights_shape=...``).
+        takes them (``strides=2``, ``weights_shape=...``). ConvTranspose also
+        takes ``post_ops`` and ``quantize`` and quantized inputs (``onednn_graph.post``,
+        ``onednn_graph.quant``, as ``og.conv_transpose`` does; inputs as arrays).
 
     Returns
     -------
     Operation
         Call it with the inputs in order: ``op(src, weights, out=y)``.
+        With post-ops or quantization a :class:`FusedOperation`, called with the
+        inputs and then the binary post-ops' operands; its ``partitions`` says how
+        many oneDNN partitions a call runs.
 
     Examples
     --------
@@ -119,7 +126,11 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
         raise ValueError(f"compile_op: unknown op kind {kind!r}; expected one of {_registry.NAMES}")
     names = _registry.input_names(kind)
     inputs = {n: arguments.pop(n) for n in names if arguments.get(n) is not None}
+    post_ops, quantize = arguments.pop("post_ops", None), arguments.pop("quantize", None)
     attrs = _keywords(kind, arguments)
+    if post_ops or quantize is not None or any(isinstance(v, _quant.Quantized) for v in inputs.values()):
+        return _compile_fused(kind, inputs, attrs, post_ops, quantize,
+                              constant_weights=constant_weights, tune=tune, threads=threads)
     missing = [n for n in names if n not in inputs and n != "bias"]
     if missing:
         raise TypeError(f"compile_op: {kind} needs the inputs {missing}")
@@ -145,6 +156,23 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
     cp = _plan.plan_call(kind, names, arrays, attrs)
     prepared = _call.prepare(cp, arrays, constant=constant, copied=copied, tune=tune, threads=threads)
     return Operation(kind, names, attrs, prepared, constant)
+
+
+def _compile_fused(kind: str, inputs: dict[str, Any], attrs: dict[str, Any], post_ops: Any,
+                   quantize: Any, **options: Any) -> "FusedOperation":
+    """compile_op with post-ops or quantization: ConvTranspose's fused or int8 form."""
+    if kind not in _fused.KINDS:
+        raise TypeError(f"compile_op: post_ops and quantize are taken by {', '.join(_fused.KINDS)}, "
+                        f"not {kind}")
+    given = [k for k, v in options.items() if v]
+    if given:
+        raise TypeError(f"compile_op: {', '.join(given)} is not taken with post_ops or quantize")
+    if any(_is_shape(v) for v in inputs.values()):
+        raise TypeError("compile_op: with post_ops or quantize, give the inputs as arrays")
+    names = tuple(n for n in _registry.input_names(kind) if n in inputs)
+    call, _, operands = _fused.prepare(kind, names, [inputs[n] for n in names], attrs, post_ops,
+                                       None, quantize)
+    return FusedOperation(kind, names, attrs, call, [o is not None for o in operands])
 
 
 def _is_shape(value: Any) -> bool:
@@ -239,6 +267,73 @@ class Operation:
     def __repr__(self) -> str:
         return (f"Operation({self.kind}, inputs={self.input_names}, dtype={self._dtype}, "
                 f"output_shape={self.output_shape}, lowering={self.lowering!r})")
+
+
+class FusedOperation(Operation):
+    """An op with its epilogue (``post_ops``), or ConvTranspose in its int8 form
+    (``quantize``), compiled once by ``compile_op``. Call it with the inputs, then each
+    binary post-op's operand, in order (quantized ones as their integer arrays: the scales
+    and zero points are compiled in): ``op(x, w, b, skip, out=y)``."""
+
+    def __init__(self, kind: str, names: tuple[str, ...], attrs: dict[str, Any],
+                 call: Any, binary: list[bool]) -> None:
+        # Not Operation.__init__: an Operation holds one compiled op, this one the fused
+        # call's stages (``_fused._Call``); the properties below answer from them.
+        self.kind, self.attrs, self.input_names = kind, attrs, names
+        self._call, self._binary = call, binary
+        self._n = len(names) + sum(binary)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        return self._call.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._call.dtype
+
+    @property
+    def lowering(self) -> str:
+        """"native", or how the op was rewritten for the linked oneDNN (it then runs
+        alone, and the post-ops' partitions after it)."""
+        return str(self._call.lowering)
+
+    @property
+    def threads(self) -> Optional[int]:
+        return None  # oneDNN's default
+
+    @property
+    def tuning(self) -> Optional[dict[str, float]]:
+        return None
+
+    @property
+    def compile_seconds(self) -> float:
+        return float(self._call.compile_seconds)
+
+    @property
+    def weights(self) -> Optional[np.ndarray]:
+        return None
+
+    @property
+    def partitions(self) -> int:
+        """How many oneDNN partitions a call runs: 1 where the linked oneDNN fuses the op,
+        its bias, post-ops and quantization into one."""
+        return int(self._call.partitions)
+
+    def __call__(self, *arrays: Any, out: Any = None) -> Any:
+        if len(arrays) != self._n:
+            raise TypeError(f"{self.kind} with post-ops takes {self._n} arrays (inputs "
+                            f"{self.input_names}, then {sum(self._binary)} post-op operand(s)), "
+                            f"got {len(arrays)}")
+        inputs = [_arrays.to_numpy(n, a) for n, a in zip(self.input_names, arrays)]
+        rest = iter(_arrays.to_numpy(f"operand {i}", a) for i, a in enumerate(arrays[len(inputs):]))
+        operands = [next(rest) if b else None for b in self._binary]
+        return _fused.execute(self._call, inputs, operands, out,
+                              lambda y: _function(self.kind)(*inputs, **self.attrs, out=y))
+
+    def __repr__(self) -> str:
+        return (f"FusedOperation({self.kind}, inputs={self.input_names}, "
+                f"operands={sum(self._binary)}, dtype={self.dtype}, "
+                f"output_shape={self.output_shape}, partitions={self.partitions})")
 
 
 def __dir__() -> list[str]:

@@ -97,9 +97,9 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
               data_format, weights_format)
     if post_ops or quantize is not None or isinstance(src, _quant.Quantized) \
             or isinstance(weights, _quant.Quantized):
-        return _fused.conv_transpose(lambda y: _call.run(_CT, _CT_IN, arrays, y, _CONV_KEYS, values),
-                                     _CT_IN[:len(arrays)], arrays, dict(zip(_CONV_KEYS, values)),
-                                     post_ops, out, quantize)
+        return _fused.run(_CT, lambda y: _call.run(_CT, _CT_IN, arrays, y, _CONV_KEYS, values),
+                          _CT_IN[:len(arrays)], arrays, dict(zip(_CONV_KEYS, values)),
+                          post_ops, out, quantize)
     return _call.run(_CT, _CT_IN, arrays, out, _CONV_KEYS, values)
 
 
@@ -108,12 +108,16 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
                                  dilations: Spatial = 1, auto_pad: str = "none",
                                  output_padding: Spatial = 0, groups: int = 1,
                                  data_format: str = "NXC", weights_format: str = "XOI",
-                                 out: Optional[OutT] = None) -> Union[np.ndarray, OutT]:
+                                 out: Optional[OutT] = None,
+                                 post_ops: Optional[Sequence[_post.PostOp]] = None
+                                 ) -> Union[np.ndarray, OutT]:
     """Gradient of ConvTranspose with respect to src (ConvTransposeBackwardData).
 
     Same keywords as :func:`conv_transpose`. The result (diff_src) has the
     spatial size ``floor((Y + pads_begin + pads_end - output_padding - dilations*(K-1) - 1)
-    / strides) + 1`` of the diff_dst size Y.
+    / strides) + 1`` of the diff_dst size Y. ``post_ops`` are applied after it (e.g. an
+    activation's mask, ``[post.multiply(mask)]``); oneDNN 3.2 runs them as partitions of
+    their own (it fuses nothing after this op).
 
     Examples
     --------
@@ -123,9 +127,14 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     >>> og.conv_transpose_backward_data(dy, w, strides=2, data_format="NCX", weights_format="IOX")
     array([[[2., 2., 2.]]], dtype=float32)
     """
-    return _call.run(_CTBD, _CTBD_IN, (diff_dst, weights), out, _CONV_KEYS,
-                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
-                      data_format, weights_format))
+    values = (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
+              data_format, weights_format)
+    if post_ops:
+        return _fused.run(_CTBD, lambda y: _call.run(_CTBD, _CTBD_IN, (diff_dst, weights), y,
+                                                     _CONV_KEYS, values),
+                          _CTBD_IN, (diff_dst, weights), dict(zip(_CONV_KEYS, values)),
+                          post_ops, out)
+    return _call.run(_CTBD, _CTBD_IN, (diff_dst, weights), out, _CONV_KEYS, values)
 
 
 def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any = None, *,
@@ -160,7 +169,8 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
                               pads_end: Spatial = 0, dilations: Spatial = 1,
                               auto_pad: str = "none", output_padding: Spatial = 0,
                               groups: int = 1, data_format: str = "NXC",
-                              weights_format: str = "XIO", out: Optional[OutT] = None
+                              weights_format: str = "XIO", out: Optional[OutT] = None,
+                              post_ops: Optional[Sequence[_post.PostOp]] = None
                               ) -> Union[np.ndarray, OutT]:
     """Gradient of a convolution with respect to its src (ConvolutionBackwardData).
 
@@ -168,7 +178,8 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
     or OIX ``(C_out, C_in/groups, *K)``. ``dst_shape`` is the result's shape
     (the forward convolution's src); when omitted it is inferred where unique,
     else ValueError asks for it. As in oneDNN 3.2, ``output_padding`` does not
-    change the result: ``dst_shape`` fixes the geometry.
+    change the result: ``dst_shape`` fixes the geometry. ``post_ops`` as for
+    :func:`conv_transpose_backward_data`.
 
     Examples
     --------
@@ -178,9 +189,14 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
     >>> og.convolution_backward_data(dy, w, (1, 1, 4), data_format="NCX", weights_format="OIX")
     array([[[1., 2., 2., 1.]]], dtype=float32)
     """
-    return _call.run(_CBD, _CBD_IN, (diff_dst, weights), out, _CBD_KEYS,
-                     (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
-                      data_format, weights_format, dst_shape))
+    values = (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
+              data_format, weights_format, dst_shape)
+    if post_ops:
+        return _fused.run(_CBD, lambda y: _call.run(_CBD, _CBD_IN, (diff_dst, weights), y,
+                                                    _CBD_KEYS, values),
+                          _CBD_IN, (diff_dst, weights), dict(zip(_CBD_KEYS, values)),
+                          post_ops, out)
+    return _call.run(_CBD, _CBD_IN, (diff_dst, weights), out, _CBD_KEYS, values)
 
 
 def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,

@@ -27,6 +27,7 @@ __all__ = ["PostOp", "UNARY", "BINARY", "abs", "clamp", "elu", "exp", "gelu", "h
 #: oneDNN 3.2's unary and binary ops that its ConvTranspose pattern fuses (patterns/utils.hpp).
 UNARY = ("Abs", "Clamp", "Elu", "Exp", "GELU", "HardSigmoid", "HardSwish", "LeakyReLU", "Log",
          "Mish", "Sigmoid", "SoftPlus", "ReLU", "Round", "Sqrt", "Square", "Tanh")
+#: Its binary ones: a second operand broadcast NumPy-style to the result.
 BINARY = ("Add", "Multiply", "Maximum", "Minimum", "Subtract", "Divide")
 
 

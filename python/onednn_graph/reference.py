@@ -282,9 +282,10 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
                                  pads_begin: Spatial = 0, pads_end: Spatial = 0,
                                  dilations: Spatial = 1, auto_pad: str = "none",
                                  output_padding: Spatial = 0, groups: int = 1,
-                                 data_format: str = "NXC", weights_format: str = "XOI"
-                                 ) -> np.ndarray:
-    """Reference ConvTransposeBackwardData: the gradient of ConvTranspose with respect to ``src``.
+                                 data_format: str = "NXC", weights_format: str = "XOI",
+                                 post_ops: Optional[Sequence[_post.PostOp]] = None) -> np.ndarray:
+    """Reference ConvTransposeBackwardData: the gradient of ConvTranspose with respect to ``src``,
+    followed by `post_ops` (:func:`post_ops`, in float64 before the result is rounded).
 
     It is a forward convolution of ``diff_dst`` with ``weights`` read as
     ``(C_in, C_out/groups, *K)`` = (O, I/g) of that convolution. All attributes
@@ -310,7 +311,8 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     w = _relayout(a["weights"], p.attrs.weights_format, "IOX")
     out_spatial = shapes.data_spatial(data_format, p.output_shape)
     dx = _conv_ncx(dy, w, _geom(p), p.attrs.groups, out_spatial)
-    return _relayout(dx, "NCX", data_format).astype(dtype, order="C")
+    dx = _relayout(dx, "NCX", data_format)
+    return (_post_chain(dx, post_ops) if post_ops else dx).astype(dtype, order="C")
 
 
 def conv_transpose_backward_weights(src: Any, diff_dst: Any,
@@ -365,8 +367,10 @@ def convolution_backward_data(diff_dst: Any, weights: Any,
                               pads_end: Spatial = 0, dilations: Spatial = 1,
                               auto_pad: str = "none", output_padding: Spatial = 0,
                               groups: int = 1, data_format: str = "NXC",
-                              weights_format: str = "XIO") -> np.ndarray:
-    """Reference ConvolutionBackwardData: the gradient of a convolution with respect to its ``src``.
+                              weights_format: str = "XIO",
+                              post_ops: Optional[Sequence[_post.PostOp]] = None) -> np.ndarray:
+    """Reference ConvolutionBackwardData: the gradient of a convolution with respect to its ``src``,
+    followed by `post_ops`.
 
     ``weights`` are ``OIX`` = ``(C_out, C_in/groups, *K)`` or ``XIO`` =
     ``(*K, C_in/groups, C_out)``. ``dst_shape`` is the forward convolution's
@@ -396,7 +400,8 @@ def convolution_backward_data(diff_dst: Any, weights: Any,
     w = _relayout(a["weights"], p.attrs.weights_format, "OIX")
     out_spatial = shapes.data_spatial(data_format, p.output_shape)
     dx = _conv_transpose_ncx(dy, w, _geom(p), p.attrs.groups, out_spatial)
-    return _relayout(dx, "NCX", data_format).astype(dtype, order="C")
+    dx = _relayout(dx, "NCX", data_format)
+    return (_post_chain(dx, post_ops) if post_ops else dx).astype(dtype, order="C")
 
 
 def convolution(src: Any, weights: Any, *, strides: Spatial = 1, pads_begin: Spatial = 0,

@@ -87,12 +87,7 @@ def describe(cp: _plan.CallPlan, inputs: Sequence[np.ndarray]) -> Reproducer:
     out_shape = plan.output_shape
     out = _core.LogicalTensor(len(inputs), dtype, out_shape,
                               _arrays.element_strides(np.empty(out_shape, np.int8)))
-    attrs = plan.attrs.as_dict()
-    if kind != _registry.CONV_TRANSPOSE and not any(attrs["output_padding"]):
-        del attrs["output_padding"]  # oneDNN 3.2 refuses it on these ops; 0 is its meaning
-    if cp.spec.shape_attr:
-        attrs[cp.spec.shape_attr] = list(out_shape)
-    spec = _graph.Op(0, kind, lts, [out], attrs, kind)
+    spec = _graph.Op(0, kind, lts, [out], cp.spec_attrs(), kind)
     if way.unreached:  # the geometry fixes the result; oneDNN runs nothing (_impl.unreached)
         return Reproducer(graph_json.document([spec]), graph_json.document([spec]))
     taken = [lts[i] for i in way.input_order] if way.input_order else lts
@@ -121,7 +116,7 @@ def _call_plan(function: Any, args: tuple, kwargs: dict) -> Optional[Reproducer]
     if given.get("post_ops") or given.get("quantize") is not None \
             or any(isinstance(given[n], _quant.Quantized) for n in names):
         # A fused call: the op as called, its epilogue and quantization, as one graph.
-        return reproducer(_fused.graph_of(names, [given[n] for n in names], attrs,
+        return reproducer(_fused.graph_of(kind, names, [given[n] for n in names], attrs,
                                           given.get("post_ops"), given.get("quantize")))
     inputs = [_arrays.as_input(n, given[n]) for n in names]
     return describe(_plan.plan_call(kind, names, inputs, attrs), inputs)

@@ -161,3 +161,25 @@ def test_the_reference_quantization_arithmetic():
     np.testing.assert_array_equal(got, np.array([1, 3, -128, 127], np.int8))  # 0.5->0, 1.5->2
     d = og.reference.dequantize(quant.per_channel(np.array([[1, 2], [3, 4]], np.int8), [1.0, 0.5], axis=0))
     np.testing.assert_array_equal(d, [[1.0, 2.0], [1.5, 2.0]])
+
+
+@pytest.mark.parametrize("cut", [True, False], ids=["cut", "fused"])
+def test_a_chain_cut_before_its_binary_post_op_gives_the_same_result(rng, monkeypatch, cut):
+    """Where oneDNN fuses an int8 chain with a full-size binary post-op into a slow kernel
+    (fused.CUT_BEFORE_BINARY: 3.2 and 3.13 on AVX2), the chain is cut before it; both
+    ways give the reference's integers (exact or one unit off)."""
+    from onednn_graph._impl import lowering, version
+    here = (lowering.linked_version(), lowering.avx512(version.cpu_isa()))
+    monkeypatch.setattr(_fused, "CUT_BEFORE_BINARY", frozenset({here}) if cut else frozenset())
+    x, w, b = _data(rng)
+    shape = og.output_shape("ConvTranspose", [x.shape, w.shape], **ATTRS)
+    m = rng.uniform(0.5, 1.5, shape).astype(np.float32)
+    args = (quant.per_tensor(x, 0.02, 128), quant.per_tensor(w, 0.01), b)
+    kw = dict(ATTRS, post_ops=[post.relu(), post.multiply(m), post.tanh()], quantize=quant.to("s8", 0.01))
+    _fused._CACHE.clear()
+    got = og.conv_transpose(*args, **kw)
+    [call] = _fused.cached()
+    # cut: the op's partition, then the rest (oneDNN 3.2 returns the Multiply and Tanh as
+    # one partition and the Quantize as another: 3 in all)
+    assert call.partitions > 1 if cut else call.partitions == 1
+    _check_quantized(got, og.reference.conv_transpose(*args, **kw))

@@ -173,10 +173,26 @@ def test_the_driver_fails_a_wrong_fused_result(rng, tmp_path, monkeypatch):
     assert result.passed is False
 
 
-def test_compile_op_says_post_ops_are_not_its_own_yet(rng):
+def test_compile_op_with_post_ops_is_the_fused_call(rng):
+    """compile_op(..., post_ops=...) compiles the chain once; called with the inputs and the
+    operands, it gives the functional API's result bit for bit, in one partition."""
     x, w, b = _arrays(rng, "f32")
-    with pytest.raises(TypeError, match="no input or attribute \\['post_ops'\\]"):
-        og.compile_op("ConvTranspose", src=x, weights=w, strides=2, post_ops=[post.relu()])
+    skip = random(rng, og.output_shape("ConvTranspose", [x.shape, w.shape], **ATTRS), "f32")
+    chain = [post.relu(), post.add(skip)]
+    op = og.compile_op("ConvTranspose", src=x, weights=w, bias=b, **ATTRS, post_ops=chain)
+    assert isinstance(op, og.FusedOperation) and op.partitions == 1
+    other = random(rng, skip.shape, "f32")
+    want = og.conv_transpose(x, w, b, **ATTRS, post_ops=[post.relu(), post.add(other)])
+    out = np.empty_like(want)
+    assert op(x, w, b, other, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(TypeError, match="takes 4 arrays"):
+        op(x, w, b)
+    with pytest.raises(TypeError, match="post_ops and quantize are taken by ConvTranspose, "):
+        og.compile_op("ConvTransposeBackwardWeights", src=x, diff_dst=skip, **ATTRS,
+                      post_ops=[post.relu()])
+    with pytest.raises(TypeError, match="tune is not taken with post_ops"):
+        og.compile_op("ConvTranspose", src=x, weights=w, **ATTRS, post_ops=[post.relu()], tune=True)
 
 
 def test_capabilities_list_what_this_onednn_fuses_and_calls_agree(rng):
@@ -195,3 +211,49 @@ def test_capabilities_list_what_this_onednn_fuses_and_calls_agree(rng):
         _fused._CACHE.clear()
         og.conv_transpose(x, w, b, **ATTRS, post_ops=[p])
         assert [f.partitions for f in _fused.cached()] == [1], kind
+
+
+@pytest.mark.parametrize("kind", ["ConvTransposeBackwardData", "ConvolutionBackwardData"])
+def test_the_backward_data_ops_take_post_ops_as_partitions_of_their_own(rng, kind):
+    """oneDNN 3.2 (and 3.13) match the backward-data ops with single-op patterns: their
+    post-ops (an activation's mask, a gradient added in) run after them as a partition of
+    their own; the result is the reference chain's and compile_op says 2 partitions."""
+    x, w, b = _arrays(rng, "f32")
+    y_shape = og.output_shape("ConvTranspose", [x.shape, w.shape], **ATTRS)
+    if kind == "ConvTransposeBackwardData":  # diff_dst of ConvTranspose's result's shape
+        fn, ref, kw = og.conv_transpose_backward_data, og.reference.conv_transpose_backward_data, ATTRS
+        dy, result_shape = random(rng, y_shape, "f32"), x.shape
+    else:  # a convolution's diff_dst of x's shape, its weights XIO = w: ConvTranspose's problem
+        fn, ref = og.convolution_backward_data, og.reference.convolution_backward_data
+        kw = dict(ATTRS, dst_shape=y_shape)
+        dy, result_shape = x, y_shape
+    mask = (random(rng, result_shape, "f32") > 0).astype(np.float32)
+    extra = random(rng, result_shape, "f32")
+    chain = [post.multiply(mask), post.add(extra)]
+    got = fn(dy, w, **kw, post_ops=chain)
+    # f32: the op's accumulation bound (tolerance.py) on at most 72 products of |values|
+    # < 1, then a multiply by 0/1 and an add of |values| < 1: 1e-5 covers both with room.
+    np.testing.assert_allclose(got, ref(dy, w, **kw, post_ops=chain), rtol=1e-5, atol=1e-5)
+    op = og.compile_op(kind, diff_dst=dy, weights=w, **kw, post_ops=chain)
+    assert op.partitions == 2
+    np.testing.assert_array_equal(op(dy, w, mask, extra), got)
+
+
+def test_the_driver_checks_a_graph_with_biasadd_and_a_clamp(rng):
+    """A graph as a model dump has it: ConvTranspose, then BiasAdd (NCX), then Clamp,
+    with every tensor strided; one partition, its output checked."""
+    from onednn_graph._impl import runner
+    lt = og.LogicalTensor
+
+    def strided(i, shape):
+        return lt(i, "f32", shape, list(np.empty(shape, np.int8).strides))
+    x, w, b = strided(0, (1, 4, 5, 5)), strided(1, (4, 2, 3, 3)), strided(2, (2,))
+    y, z, out = strided(3, (1, 2, 11, 11)), strided(4, (1, 2, 11, 11)), strided(5, (1, 2, 11, 11))
+    g = og.Graph()
+    g.add_op(og.Op(0, "ConvTranspose", [x, w], [y], {
+        "strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
+        "data_format": "NCX", "weights_format": "IOX"}))
+    g.add_op(og.Op(1, "BiasAdd", [y, b], [z], {"data_format": "NCX"}))
+    g.add_op(og.Op(2, "Clamp", [z], [out], {"min": -0.5, "max": 0.5}))
+    result = runner.run(g)
+    assert result.passed and [(c.op_id, c.kind) for c in result.checks] == [(2, "Clamp")]

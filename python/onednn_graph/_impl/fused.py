@@ -1,13 +1,19 @@
-"""ConvTranspose with post-ops (``onednn_graph.post``): one oneDNN graph, compiled by its
-fusion policy, cached per problem.
+"""An op with post-ops (``onednn_graph.post``), and ConvTranspose's int8 form
+(``onednn_graph.quant``): one oneDNN graph, compiled by its fusion policy, cached per
+kind of call.
 
-The graph is the op as ``lower`` hands it to oneDNN, then each post-op on the previous
-result (a binary one's operand broadcast NumPy-style). Where the op runs as written
-(``NativeOp.lowering == "native"``), the graph starts with it and oneDNN 3.2 fuses the
-whole chain into one partition; where it is lowered (a crop, another op), the op runs
-through the functional API first and the post-ops' graph takes its result. Either way
-every partition oneDNN returns runs, in order, on the caller's arrays and buffers of
-this module's own for results between partitions (``Fused.partitions`` counts them).
+The graph is the op as ``lower`` hands it to oneDNN (quantized inputs through a
+Dequantize each), then each post-op on the previous result (a binary one's operand
+broadcast NumPy-style, a quantized one dequantized), then a Quantize where the result
+is quantized. Where the op runs as written (``NativeOp.lowering == "native"``), the
+graph starts with it and oneDNN 3.2 fuses ConvTranspose's whole chain into one
+partition (after the backward-data ops it fuses nothing); where it is lowered (a crop,
+another op), the op runs through the functional API first and the post-ops' graph
+takes its result. A few chains oneDNN gets wrong or slow are split where the package
+measured it (``_Call``: a quantized operand of another dtype than the result, an int8
+chain with a full-size binary post-op on AVX2). Either way every partition oneDNN
+returns runs, in order, on the caller's arrays and buffers of this module's own for
+values between them (``_Call.partitions`` counts them).
 """
 
 from __future__ import annotations
@@ -15,15 +21,21 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
+import time
 import warnings
 from collections import OrderedDict
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .. import errors as _errors, graph as _graph, post as _post, quant as _quant
+from .. import _core, errors as _errors, graph as _graph, post as _post, quant as _quant
 from . import (arrays as _arrays, call as _call, compiled as _compiled, dtypes as _dtypes,
-               plan as _plan, version as _version)
+               lowering as _lowering, plan as _plan, registry as _registry, version as _version)
+
+#: The ops that take post-ops: ConvTranspose (which oneDNN fuses with them) and the
+#: backward-data ops (which oneDNN 3.2 and 3.13 match with single-op patterns only: their
+#: post-ops run as partitions of their own, ``FusedOperation.partitions`` says how many).
+KINDS = (_registry.CONV_TRANSPOSE, _registry.CONV_TRANSPOSE_BWD_DATA, _registry.CONV_BWD_DATA)
 
 # Logical tensor ids: post-op i's output _FIRST_POST_ID + i, its operand _FIRST_OPERAND_ID + i;
 # the f32 tensors Dequantize makes from quantized arrays from _FIRST_DEQUANTIZED_ID on.
@@ -107,6 +119,7 @@ class Fused:
                  posts: Sequence[tuple[str, tuple, Optional[Port]]], out: Port) -> None:
         g, self.inputs, self.operands, self.output = _chain(head, start, posts, out)
         self.out_meta = out[0]
+        self.result = _core.LogicalTensor(self.output, out[1], *out[0])
         self.parts = []
         for p in g.get_partitions("fusion"):
             ins, outs = list(p.input_ports), list(p.output_ports)
@@ -188,10 +201,14 @@ def _check_operands(posts: Sequence[tuple[_post.PostOp, Optional[np.ndarray], An
                              f"does not broadcast to the result's {shape}") from None
 
 
-def _check_int8(quants: Sequence[Optional[_quant.Quantization]], inputs: Sequence[np.ndarray],
-                attrs: dict, quantize: Optional[_quant.Quantization]) -> None:
+def _check_int8(kind: str, quants: Sequence[Optional[_quant.Quantization]],
+                inputs: Sequence[np.ndarray], attrs: dict,
+                quantize: Optional[_quant.Quantization]) -> None:
     """The int8 forms oneDNN 3.2's ConvTranspose computes (measured, docs/user-guide.md
     "int8"); anything else is refused before it is built."""
+    if kind != _registry.CONV_TRANSPOSE and (any(quants) or quantize is not None):
+        raise _errors.UnsupportedError(f"{kind}: oneDNN's int8 patterns are ConvTranspose's "
+                                       "(the forward op); this op takes no quantized arrays")
     src, weights = quants[0], quants[1]
     if (src is None) != (weights is None):
         raise ValueError("src and weights are both quantized (onednn_graph.quant) or neither; "
@@ -239,120 +256,182 @@ def _warn_inexact(src: _quant.Quantization, weights: np.ndarray) -> None:
     else:
         return
     warnings.warn(f"int8 ConvTranspose on {isa} (no VNNI): {why}; the result may differ from "
-                  "the exact one", RuntimeWarning, stacklevel=4)
+                  "the exact one", RuntimeWarning, stacklevel=5)  # the caller of og.conv_transpose
+
+
+class _Problem:
+    """A fused call's arguments, checked and planned: the op's plan, its inputs as the
+    graph reads them, the dtype between ops (f32 for int8) and the result's."""
+
+    def __init__(self, kind: str, names: Sequence[str], inputs: Sequence[np.ndarray],
+                 quants: Sequence[Optional[_quant.Quantization]], attrs: dict,
+                 posts: Sequence[tuple[_post.PostOp, Optional[np.ndarray], Any]],
+                 quantize: Optional[_quant.Quantization]) -> None:
+        _check_int8(kind, quants, inputs, attrs, quantize)
+        self.src_quantization = quants[0]
+        # The plan checks the call; quantized data is planned as the f32 it stands for.
+        planned = [np.empty(a.shape, np.float32) if q else a for a, q in zip(inputs, quants)]
+        self.cp = _plan.plan_call(kind, names, planned, attrs)
+        self.compute = np.dtype(np.float32) if quants[0] else inputs[0].dtype
+        self.shape = tuple(self.cp.plan.output_shape)
+        self.dtype = _quant.DTYPES[quantize.dtype] if quantize else self.compute
+        _check_operands(posts, self.shape, self.compute)
+        self.ports: list[Port] = [(_compiled.meta(a), _dtypes.dtype_name(a.dtype), q)
+                                  for a, q in zip(inputs, quants)]
+        self.post_key = tuple((p.kind, p.attrs, None if o is None else
+                               (_compiled.meta(o), _dtypes.dtype_name(o.dtype), q))
+                              for p, o, q in posts)
+        self.quantize = quantize
+
+    def result(self, meta: Optional[tuple] = None) -> Port:
+        """The result's port, C-contiguous unless `meta` says otherwise."""
+        return (meta or _compiled.meta(np.empty(self.shape, self.dtype)),
+                _dtypes.dtype_name(self.dtype), self.quantize)
+
+
+#: Where an int8 call's chain is cut before its first binary post-op on a full-size
+#: operand (the op, bias and leading unary post-ops as one partition with an f32 result,
+#: the rest and the Quantize as another): (oneDNN version, AVX-512 family) pairs where
+#: oneDNN fused such chains into a slow kernel. On the AVX2 EPYC oneDNN 3.2 and 3.13
+#: leave their jit_uni_int8 deconvolution for gemm_s8u8s32 (ONEDNN_VERBOSE) for any such
+#: binary post-op but a lone Add into an f32 result (its "sum"); with a src zero point
+#: that took 54-79 ms (3.13: 27-29 ms) against 0.28-0.49 ms (0.43-1.19 ms) cut, and
+#: without one 0.58-0.83 ms against 0.24-0.32 ms (3.13: mostly faster cut, 0.64-1.29x):
+#: ``python benchmarks/int8_chains.py``, docs/benchmarks/avx2-int8-chains.md. On the
+#: suite's dcgan-1 the fused chain took 32 s where the f32 call took 15 ms.
+CUT_BEFORE_BINARY: frozenset[tuple[tuple[int, int], bool]] = frozenset({((3, 2), False),
+                                                                        ((3, 13), False)})
 
 
 class _Call:
     """What one kind of fused call settled when it was first made: its result's shape,
-    the compiled chain, and whether the op runs alone first (it is lowered)."""
+    whether the op runs alone first (it is lowered), and the compiled stages that follow:
+    the chain (one ``Fused``, or two where it is cut), each reading the last one's result."""
 
-    def __init__(self, names: Sequence[str], inputs: Sequence[np.ndarray],
-                 quants: Sequence[Optional[_quant.Quantization]], attrs: dict,
-                 posts: Sequence[tuple[_post.PostOp, Optional[np.ndarray], Any]],
-                 post_key: tuple, out: Optional[tuple],
-                 quantize: Optional[_quant.Quantization]) -> None:
-        _check_int8(quants, inputs, attrs, quantize)
-        self.int8 = quants[0] is not None
-        # The plan checks the call; quantized data is planned as the f32 it stands for.
-        planned = [np.empty(a.shape, np.float32) if q else a for a, q in zip(inputs, quants)]
-        cp = _plan.plan_call("ConvTranspose", names, planned, attrs)
-        compute = np.dtype(np.float32) if self.int8 else inputs[0].dtype
-        self.shape = tuple(cp.plan.output_shape)
-        self.dtype = _quant.DTYPES[quantize.dtype] if quantize else compute
-        _check_operands(posts, self.shape, compute)
-        meta = out or _compiled.meta(np.empty(self.shape, self.dtype))
-        native = cp.native
-        self.lowered = not (native.kind == "ConvTranspose" and native.lowering == "native"
-                            and not native.crop)
-        if self.lowered and self.int8:
+    def __init__(self, problem: _Problem, out: Optional[tuple]) -> None:
+        started = time.perf_counter()
+        self.shape, self.dtype = problem.shape, problem.dtype
+        self.src_quantization = problem.src_quantization
+        kind, native = problem.cp.spec.kind, problem.cp.native
+        self.lowered = not (native.kind == kind and native.lowering == "native" and not native.crop)
+        if self.lowered and self.src_quantization is not None:
             raise _errors.UnsupportedError(
                 f"int8 ConvTranspose: oneDNN {_version.onednn_version()} computes this problem "
                 f"only as {native.lowering}, which the int8 form does not take")
-        result: Port = (meta, _dtypes.dtype_name(self.dtype), quantize)
+        result, quantize = problem.result(out), problem.quantize
+        real: Port = (_compiled.meta(np.empty(self.shape, np.float32)), "f32", None)
         # oneDNN 3.2 fuses a quantized operand as a sum post-op that reads it as the
         # result's dtype: one of another dtype (u8 into s8, s8 into u8) comes out wrong
         # (measured: off by up to 77). Such an operand is dequantized by oneDNN apart.
         self.apart = {i: Fused(None, port, [], (_compiled.meta(np.empty(port[0][0], np.float32)), "f32", None))
-                      for i, (_, _, port) in enumerate(post_key)
+                      for i, (_, _, port) in enumerate(problem.post_key)
                       if port is not None and port[2] is not None and quantize is not None
                       and port[2].dtype != quantize.dtype}
         post_key = tuple((k, a, (self.apart[i].out_meta, "f32", None) if i in self.apart else op)
-                         for i, (k, a, op) in enumerate(post_key))
+                         for i, (k, a, op) in enumerate(problem.post_key))
+        cut = len(post_key)
+        if self.src_quantization is not None and \
+                (_lowering.linked_version(), _lowering.avx512(_version.cpu_isa())) in CUT_BEFORE_BINARY:
+            full = [i for i, (_, _, op) in enumerate(post_key) if op is not None and tuple(op[0][0]) == self.shape]
+            lone_sum = len(full) == 1 and full[0] == len(post_key) - 1 and quantize is None \
+                and post_key[full[0]][0] == "Add"
+            cut = full[0] if full and not lone_sum else cut
+        head_end = result if cut == len(post_key) else real
         if self.lowered:  # the op runs alone, the post-ops' graph takes its result
-            start: Port = (_compiled.meta(np.empty(self.shape, compute)),
-                           _dtypes.dtype_name(compute), None)
-            self.fused = Fused(None, start, post_key, result)
+            start: Port = (_compiled.meta(np.empty(self.shape, problem.compute)),
+                           _dtypes.dtype_name(problem.compute), None)
+            self.stages = [Fused(None, start, post_key[:cut], head_end)]
         else:
-            ports = [(_compiled.meta(a), _dtypes.dtype_name(a.dtype), q) for a, q in zip(inputs, quants)]
-            self.fused = Fused(("ConvTranspose", native.attrs, ports), None, post_key, result)
+            self.stages = [Fused((kind, native.attrs, problem.ports), None, post_key[:cut], head_end)]
+        if cut < len(post_key):
+            self.stages.append(Fused(None, real, post_key[cut:], result))
+        self.lowering = native.lowering
+        self.compile_seconds = time.perf_counter() - started
+
+    @property
+    def partitions(self) -> int:
+        """The oneDNN partitions a call runs: its stages', the op's own where it is
+        lowered, and each operand dequantized apart."""
+        return sum(f.partitions for f in self.stages) + int(self.lowered) + len(self.apart)
 
 
-def conv_transpose(run_op: Any, names: Sequence[str], arrays: Sequence[Any], attrs: dict,
-                   post_ops: Any, out: Any, quantize: Any = None) -> Any:
-    """ConvTranspose of `arrays` with `attrs` (the functional API's keywords), then
-    `post_ops` and `quantize`; `run_op(out)` runs the op alone through the functional
-    API. The call is planned and compiled once per kind of call (dtypes, shapes, strides,
-    attributes, quantizations)."""
+def _arguments(names: Sequence[str], arrays: Sequence[Any], post_ops: Any, quantize: Any
+               ) -> tuple[list[tuple[np.ndarray, Optional[_quant.Quantization]]], list]:
+    """The inputs and post-ops as the graph reads them (types checked)."""
     if quantize is not None and not isinstance(quantize, _quant.Quantization):
         raise TypeError(f"quantize must be a quantization, onednn_graph.quant.to(dtype, scale, "
                         f"zero_point), got {type(quantize).__name__}")
-    read = [_read(n, a) for n, a in zip(names, arrays)]
-    inputs, quants = [a for a, _ in read], [q for _, q in read]
-    posts = _post_ops(post_ops or [])
-    post_key = tuple((p.kind, p.attrs, None if o is None else
-                      (_compiled.meta(o), _dtypes.dtype_name(o.dtype), q)) for p, o, q in posts)
+    return [_read(n, a) for n, a in zip(names, arrays)], _post_ops(post_ops or [])
+
+
+def prepare(kind: str, names: Sequence[str], arrays: Sequence[Any], attrs: dict,
+            post_ops: Any, out: Any = None, quantize: Any = None
+            ) -> tuple[_Call, list[np.ndarray], list[Optional[np.ndarray]]]:
+    """The compiled call of `kind` on `arrays` with `attrs` (the functional API's
+    keywords), `post_ops` and `quantize`, from the cache or made (planned and compiled once
+    per kind of call: dtypes, shapes, strides, attributes, quantizations); and the arrays
+    oneDNN reads for the inputs and for the post-ops (None for a unary one)."""
+    read, posts = _arguments(names, arrays, post_ops, quantize)
     out_view = None if out is None else _arrays.to_numpy("out", out)
     # A C-contiguous `out` is laid out as the result the call allocates without one.
     out_meta = None if out_view is None or out_view.flags.c_contiguous else _compiled.meta(out_view)
-    key = (tuple((_compiled.meta(a), a.dtype.str, q) for a, q in read),
-           tuple((k, _call._freeze(v)) for k, v in attrs.items()), post_key, out_meta, quantize)
-    call = _get(key, lambda: _Call(names, inputs, quants, attrs, posts, post_key, out_meta,
-                                   quantize))
-    if quants[0] is not None:
-        _warn_inexact(quants[0], inputs[1])
-    operands = [o if i not in call.apart else _dequantized(call.apart[i], o)
-                for i, (_, o, _) in enumerate(posts) if o is not None]
+    key = (kind, tuple((_compiled.meta(a), a.dtype.str, q) for a, q in read),
+           tuple((k, _call._freeze(v)) for k, v in attrs.items()),
+           tuple((p.kind, p.attrs, None if o is None else (_compiled.meta(o), o.dtype.str, q))
+                 for p, o, q in posts), out_meta, quantize)
+    inputs = [a for a, _ in read]
+    call = _get(key, lambda: _Call(_Problem(kind, names, inputs, [q for _, q in read], attrs,
+                                            posts, quantize), out_meta))
+    return call, inputs, [o for _, o, _ in posts]
+
+
+def execute(call: _Call, inputs: Sequence[np.ndarray], operands: Sequence[Optional[np.ndarray]],
+            out: Any, run_op: Any) -> Any:
+    """Run `call` (``prepare``) on `inputs` and the post-ops' `operands`, into `out` or a
+    new array; `run_op(y)` runs the op alone into `y` where it is lowered."""
+    if call.src_quantization is not None:
+        _warn_inexact(call.src_quantization, inputs[1])
+    taken = [o if i not in call.apart else _dequantized(call.apart[i], o)
+             for i, o in enumerate(operands) if o is not None]
     if out is None:
         target = result = np.empty(call.shape, call.dtype)
     else:
-        target = _arrays.check_out(out, call.shape, call.dtype, inputs + operands)
+        target = _arrays.check_out(out, call.shape, call.dtype, list(inputs) + taken)
         result = out
-    fused = call.fused
+    value = None
     if call.lowered:
-        y = np.empty(call.shape, inputs[0].dtype)
-        run_op(y)
-        held = {fused.inputs[0]: y}
-    else:
-        held = dict(enumerate(inputs))
-    for op_id, operand in zip(fused.operands, operands):
-        held[op_id] = operand
-    held[fused.output] = target
-    with fused.lock:
-        fused.run(held)
+        value = np.empty(call.shape, inputs[0].dtype)
+        run_op(value)
+    operand = iter(taken)
+    for i, stage in enumerate(call.stages):
+        held = dict(enumerate(inputs)) if value is None else {stage.inputs[0]: value}
+        for op_id in stage.operands:
+            held[op_id] = next(operand)
+        last = i == len(call.stages) - 1
+        held[stage.output] = target if last else _compiled.array_for(stage.result)
+        with stage.lock:
+            stage.run(held)
+        value = held[stage.output]
     return result
 
 
-def graph_of(names: Sequence[str], arrays: Sequence[Any], attrs: dict, post_ops: Any,
-             quantize: Any = None) -> Any:
+def run(kind: str, run_op: Any, names: Sequence[str], arrays: Sequence[Any], attrs: dict,
+        post_ops: Any, out: Any, quantize: Any = None) -> Any:
+    """The functional API's fused call of `kind`: ``prepare`` then ``execute``."""
+    call, inputs, operands = prepare(kind, names, arrays, attrs, post_ops, out, quantize)
+    return execute(call, inputs, operands, out, run_op)
+
+
+def graph_of(kind: str, names: Sequence[str], arrays: Sequence[Any], attrs: dict,
+             post_ops: Any, quantize: Any = None) -> Any:
     """The graph of a fused call as it was made: the op with the attributes it was given,
     its epilogue, C-contiguous values between ops (what its reproducer writes; the
     package's Graph lowers the op as a call would)."""
-    read = [_read(n, a) for n, a in zip(names, arrays)]
-    inputs, quants = [a for a, _ in read], [q for _, q in read]
-    posts = _post_ops(post_ops or [])
-    _check_int8(quants, inputs, attrs, quantize)
-    planned = [np.empty(a.shape, np.float32) if q else a for a, q in zip(inputs, quants)]
-    cp = _plan.plan_call("ConvTranspose", names, planned, attrs)
-    compute = np.dtype(np.float32) if quants[0] else inputs[0].dtype
-    shape = tuple(cp.plan.output_shape)
-    _check_operands(posts, shape, compute)
-    dtype = _quant.DTYPES[quantize.dtype] if quantize else compute
-    ports = [(_compiled.meta(a), _dtypes.dtype_name(a.dtype), q) for a, q in zip(inputs, quants)]
-    post_key = tuple((p.kind, p.attrs, None if o is None else
-                      (_compiled.meta(o), _dtypes.dtype_name(o.dtype), q)) for p, o, q in posts)
-    result: Port = (_compiled.meta(np.empty(shape, dtype)), _dtypes.dtype_name(dtype), quantize)
-    return _chain(("ConvTranspose", cp.plan.attrs.as_dict(), ports), None, post_key, result,
-                  strided=True)[0]
+    read, posts = _arguments(names, arrays, post_ops, quantize)
+    problem = _Problem(kind, names, [a for a, _ in read], [q for _, q in read], attrs, posts,
+                       quantize)
+    head = (problem.cp.spec.kind, problem.cp.spec_attrs(), problem.ports)
+    return _chain(head, None, problem.post_key, problem.result(), strided=True)[0]
 
 
 def _dequantized(dequantize: Fused, data: np.ndarray) -> np.ndarray:
@@ -363,28 +442,50 @@ def _dequantized(dequantize: Fused, data: np.ndarray) -> np.ndarray:
     return real
 
 
-def cached() -> list[Fused]:
+def cached() -> list[_Call]:
     """The fused calls compiled so far, least recently used first."""
     with _LOCK:
-        return [call.fused for call in _CACHE.values()]
+        return list(_CACHE.values())
+
+
+#: The chains ``fusable`` asks about: name -> (op kind, int8).
+CHAINS = {"ConvTranspose": (_registry.CONV_TRANSPOSE, False),
+          "ConvTranspose int8": (_registry.CONV_TRANSPOSE, True),
+          "ConvTransposeBackwardData": (_registry.CONV_TRANSPOSE_BWD_DATA, False),
+          "ConvolutionBackwardData": (_registry.CONV_BWD_DATA, False)}
 
 
 @functools.lru_cache(maxsize=None)
-def fusable() -> dict[str, list[str]]:
-    """Which post-ops (``onednn_graph.post``) the linked oneDNN fuses after a ConvTranspose
-    with bias, into one partition with it, in f32: asked of its fusion policy on a small
-    NXC problem, once per process (nothing is compiled). ``fused`` and ``apart`` list
-    oneDNN's op kinds."""
+def fusable(chain: str = "ConvTranspose") -> dict[str, list[str]]:
+    """Which post-ops (``onednn_graph.post``) the linked oneDNN fuses into one partition
+    after the op of `chain` (``CHAINS``): ConvTranspose with bias in f32, its int8 form
+    (u8 src and s8 weights dequantized, bias, the post-op, Quantize to u8), or a
+    backward-data op in f32. Asked of its fusion policy on a small NXC problem, once per
+    process (nothing is compiled). ``fused`` and ``apart`` list oneDNN's op kinds."""
+    kind, int8 = CHAINS[chain]
     found: dict[str, list[str]] = {"fused": [], "apart": []}
-    x, w, b, y = ((1, 4, 4, 4), (1, 16, 4, 1)), ((2, 2, 4, 4), (32, 16, 4, 1)), ((4,), (1,)), \
-        ((1, 8, 8, 4), (256, 32, 4, 1))
-    head: tuple[str, dict, list[Port]] = ("ConvTranspose", {"strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0],
-                              "dilations": [1, 1], "data_format": "NXC", "weights_format": "XOI"},
-            [(x, "f32", None), (w, "f32", None), (b, "f32", None)])
-    for kind in _post.UNARY + _post.BINARY:
-        binary = kind in _post.BINARY
-        post = (kind, _post.of_kind(kind, 0.0 if binary else None).attrs,
-                (y, "f32", None) if binary else None)
-        g = _chain(head, None, [post], (y, "f32", None))[0]
-        found["fused" if len(g.get_partitions("fusion")) == 1 else "apart"].append(kind)
+    small, w, b, big = ((1, 4, 4, 4), (1, 16, 4, 1)), ((2, 2, 4, 4), (32, 16, 4, 1)), \
+        ((4,), (1,)), ((1, 8, 8, 4), (256, 32, 4, 1))
+    attrs = {"strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
+             "data_format": "NXC", "weights_format": "XOI"}
+    if kind == _registry.CONV_TRANSPOSE:
+        q = (_quant.Quantization("u8", (0.5,), (0,)), _quant.Quantization("s8", (0.5,), (0,))) \
+            if int8 else (None, None)
+        ins: list[Port] = [(small, "u8" if int8 else "f32", q[0]), (w, "s8" if int8 else "f32", q[1]),
+                           (b, "f32", None)]
+        out = big
+    else:  # diff_dst of the forward op's result's shape; diff_src of its input's
+        attrs["weights_format"] = "XOI" if kind == _registry.CONV_TRANSPOSE_BWD_DATA else "XIO"
+        if kind == _registry.CONV_BWD_DATA:
+            attrs["dst_shape"] = list(big[0])
+            ins, out = [(small, "f32", None), (w, "f32", None)], big
+        else:
+            ins, out = [(big, "f32", None), (w, "f32", None)], small
+    result: Port = (out, "u8", _quant.Quantization("u8", (0.5,), (0,))) if int8 else (out, "f32", None)
+    for post_kind in _post.UNARY + _post.BINARY:
+        binary = post_kind in _post.BINARY
+        post = (post_kind, _post.of_kind(post_kind, 0.0 if binary else None).attrs,
+                (out, "f32", None) if binary else None)
+        g = _chain((kind, attrs, ins), None, [post], result)[0]
+        found["fused" if len(g.get_partitions("fusion")) == 1 else "apart"].append(post_kind)
     return found

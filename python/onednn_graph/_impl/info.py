@@ -32,7 +32,7 @@ def capabilities() -> dict[str, Any]:
     (``kernel``: native, reference or none, and its ``implementation``) and
     how the package runs it (``runs``: native, or ``f32 chain``: in f32 between
     oneDNN TypeCasts), ``fusion``: which post-ops the linked oneDNN fuses after a
-    ConvTranspose (``_fused.fusable()``), and ``support``: ``_support.summary()``, one
+    ConvTranspose, its int8 form and the backward-data ops (``_fused.fusable``), and ``support``: ``_support.summary()``, one
     dict per (op, feature) with ``native`` (the linked oneDNN computes it as
     written), ``literal`` (what it does then) and ``package`` (what the package
     does: native, lowered or unsupported), probed on the library at the call.
@@ -60,8 +60,8 @@ def capabilities() -> dict[str, Any]:
         "constant_tensor_cache": _core.get_constant_tensor_cache(),
         "kernels": _kernels.summary(),
         "support": _support(),
-        # post-ops oneDNN fuses after a ConvTranspose (onednn_graph.post), probed now
-        "fusion": {"ConvTranspose": _fused.fusable()},
+        # post-ops oneDNN fuses after each op (onednn_graph.post), probed now
+        "fusion": {chain: _fused.fusable(chain) for chain in _fused.CHAINS},
     }
 
 
@@ -76,10 +76,16 @@ def report(caps: dict[str, Any]) -> str:
         f"constant-tensor cache: {'on' if caps['constant_tensor_cache'] else 'off'}",
     ]
     lines.append(_kernel_table(caps["cpu_isa"], caps["kernels"]))
-    fusion = caps["fusion"]["ConvTranspose"]
-    lines.append(f"\nPost-ops fused after ConvTranspose + bias into one partition (f32, "
-                 f"og.conv_transpose(..., post_ops=...)): {', '.join(fusion['fused']) or 'none'}"
-                 + (f"; run apart: {', '.join(fusion['apart'])}" if fusion["apart"] else ""))
+    lines.append("\nPost-ops fused into one partition with the op (og.conv_transpose(..., "
+                 "post_ops=...) and the backward-data ops; int8: with Dequantize and Quantize):")
+    for chain, fusion in caps["fusion"].items():
+        if not fusion["apart"]:
+            said = f"all {len(fusion['fused'])}"
+        elif not fusion["fused"]:
+            said = "none: each runs as a partition of its own"
+        else:
+            said = f"{', '.join(fusion['fused'])}; apart: {', '.join(fusion['apart'])}"
+        lines.append(f"  {chain}: {said}")
     support = caps["support"]
     if support is None:
         lines.append("support matrix: not available in this installation")

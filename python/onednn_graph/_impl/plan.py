@@ -48,6 +48,17 @@ class CallPlan:
     def dtype_name(self) -> str:
         return dtype_name(self.dtype)
 
+    def spec_attrs(self) -> dict[str, Any]:
+        """The op's attributes as the spec writes them for this call (what a graph of the
+        call as made holds): the shape attribute from the result's shape, and
+        output_padding dropped where it is 0 on ops oneDNN 3.2 refuses it on."""
+        attrs = self.plan.attrs.as_dict()
+        if self.spec.kind != _registry.CONV_TRANSPOSE and not any(attrs["output_padding"]):
+            del attrs["output_padding"]
+        if self.spec.shape_attr:
+            attrs[self.spec.shape_attr] = list(self.plan.output_shape)
+        return attrs
+
 
 def shape_arg(name: str, value: Any) -> Optional[tuple[int, ...]]:
     """weights_shape / dst_shape / filter_shape: a sequence of ints or the spec's 1-D s32 tensor."""
