@@ -14,8 +14,9 @@ import numpy as np
 
 from . import _core, shapes
 from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, dtypes as _dtypes,
-                    json_format as _json_format, kernels as _kernels, lowering as _lowering,
-                    plan as _plan, registry as _registry, version as _version)
+                    json_format as _json_format, kept_apart as _kept_apart, kernels as _kernels,
+                    lowering as _lowering, plan as _plan, registry as _registry,
+                    version as _version)
 from .errors import Error, UnsupportedError
 
 __all__ = ["Op", "Graph", "Partition", "CompiledPartition", "Tensor", "LogicalTensor", "Engine",
@@ -241,6 +242,11 @@ class Graph:
         self._ops.append(native)
 
     def finalize(self) -> None:
+        # oneDNN's End marks a value the graph must hand out: that keeps it out of a
+        # fused partition (_impl.kept_apart). Its partition holds no op of this Graph.
+        first = max((op.id for op in self.ops), default=-1) + 1
+        for i, value in enumerate(_kept_apart.sum_operands(self.ops)):
+            self._native.add_op(_core.Op(first + i, "End", [value], [], {}))
         self._native.finalize()
 
     @property
@@ -252,8 +258,9 @@ class Graph:
         return _json_format.to_json(self)
 
     def get_partitions(self, policy: str = "fusion") -> list["Partition"]:
-        return [Partition(p, [n for n in self._ops if n.source.id in p.op_ids], self.fpmath_mode)
-                for p in self._native.get_partitions(policy)]
+        found = [(p, [n for n in self._ops if n.source.id in p.op_ids])
+                 for p in self._native.get_partitions(policy)]
+        return [Partition(p, ops, self.fpmath_mode) for p, ops in found if ops]  # not an End's
 
 
 class Partition:

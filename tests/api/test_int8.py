@@ -183,3 +183,19 @@ def test_a_chain_cut_before_its_binary_post_op_gives_the_same_result(rng, monkey
     # one partition and the Quantize as another: 3 in all)
     assert call.partitions > 1 if cut else call.partitions == 1
     _check_quantized(got, og.reference.conv_transpose(*args, **kw))
+
+
+def test_a_graph_with_a_skip_of_another_dtype_replays_right(rng):
+    """The low-level Graph keeps a dequantized u8 skip out of the partition of an int8
+    ConvTranspose with an s8 result (kept_apart; oneDNN would read the skip as s8), so
+    the driver's replay of that graph passes against the reference."""
+    from onednn_graph._impl import runner
+    x, w, b = _data(rng)
+    shape = og.output_shape("ConvTranspose", [x.shape, w.shape], **ATTRS)
+    skip = quant.per_tensor(rng.integers(0, 256, shape).astype(np.uint8), 0.03, 5)
+    g = og.load_graph(og.reproducer(og.conv_transpose, quant.per_tensor(x, 0.02, 128),
+                                    quant.per_tensor(w, 0.01), b, **ATTRS, post_ops=[post.add(skip)],
+                                    quantize=quant.to("s8", 0.05, 3)).spec)
+    result = runner.run(g)
+    assert result.passed, [str(c.comparison) for c in result.checks]
+    assert len(g.get_partitions()) == 2  # the skip's Dequantize, then the rest fused

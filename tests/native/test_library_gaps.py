@@ -45,3 +45,58 @@ def test_the_package_lowers_only_what_this_onednn_cannot_run_as_written(kind, fe
             f"{kind} {feature}: oneDNN {v.major}.{v.minor} runs it as written, so the "
             f"lowering '{package.detail}' is not needed on this version; hand it over "
             "natively there (_impl/lowering.py)")
+
+
+def test_onednn_still_fuses_a_skip_of_another_dtype_wrongly():
+    """_impl.kept_apart keeps a dequantized skip out of the int8 ConvTranspose partition
+    where the result is quantized to another dtype: oneDNN 3.2 and 3.13 fuse it as a
+    "sum" read in the result's dtype. Built here on the raw binding (no kept_apart): a
+    oneDNN that gets it right fails this test, and the rewrite can then be dropped for it."""
+    import numpy as np
+    from onednn_graph import _core, post, quant
+    from onednn_graph._impl import compiled, kept_apart
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (2, 5, 5, 8)).astype(np.uint8)
+    w = rng.integers(-64, 65, (3, 3, 16, 8)).astype(np.int8)
+    b = rng.standard_normal(16).astype(np.float32)
+    shape = (2, 11, 11, 16)
+    skip = rng.integers(0, 256, shape).astype(np.uint8)
+
+    def lt(i, dtype, s):
+        return _core.LogicalTensor(i, dtype, s, list(np.empty(s, np.int8).strides))
+    per_tensor = {"qtype": "per_tensor", "axis": 1}
+    ops = [
+        _core.Op(0, "Dequantize", [lt(0, "u8", x.shape)], [lt(10, "f32", x.shape)],
+                 dict(per_tensor, scales=[0.02], zps=[128])),
+        _core.Op(1, "Dequantize", [lt(1, "s8", w.shape)], [lt(11, "f32", w.shape)],
+                 dict(per_tensor, scales=[0.01], zps=[0])),
+        _core.Op(2, "ConvTranspose", [lt(10, "f32", x.shape), lt(11, "f32", w.shape), lt(2, "f32", (16,))],
+                 [lt(12, "f32", shape)], {"strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0],
+                                          "dilations": [1, 1], "data_format": "NXC", "weights_format": "XOI"}),
+        _core.Op(3, "Dequantize", [lt(3, "u8", shape)], [lt(13, "f32", shape)],
+                 dict(per_tensor, scales=[0.03], zps=[5])),
+        _core.Op(4, "Add", [lt(12, "f32", shape), lt(13, "f32", shape)], [lt(14, "f32", shape)],
+                 {"auto_broadcast": "numpy"}),
+        _core.Op(5, "Quantize", [lt(14, "f32", shape)], [lt(15, "s8", shape)],
+                 dict(per_tensor, scales=[0.05], zps=[3])),
+    ]
+    assert [t.id for t in kept_apart.sum_operands(ops)] == [13]
+    g = _core.Graph("cpu", "strict")
+    for op in ops:
+        g.add_op(op)
+    g.finalize()
+    [p] = g.get_partitions("fusion")
+    out = np.zeros(shape, np.int8)
+    arrays = {0: x, 1: w, 2: b, 3: skip, 15: out}
+    engine = compiled.engine()
+    p.compile(p.input_ports, p.output_ports, engine).execute(
+        compiled.stream(), [_core.Tensor(t, engine, arrays[t.id]) for t in p.input_ports],
+        [_core.Tensor(p.output_ports[0], engine, out)])
+    want = og.reference.conv_transpose(quant.per_tensor(x, 0.02, 128), quant.per_tensor(w, 0.01), b,
+                                       strides=2, post_ops=[post.add(quant.per_tensor(skip, 0.03, 5))],
+                                       quantize=quant.to("s8", 0.05, 3))
+    off = np.abs(out.astype(int) - want.astype(int)).max()
+    v = og.onednn_version()
+    assert off > 1, (f"oneDNN {v.major}.{v.minor} fuses a u8 skip into an s8 result right "
+                     f"(off by at most {off}): _impl.kept_apart is not needed on this version")

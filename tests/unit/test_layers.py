@@ -20,7 +20,7 @@ LAYERS = [
     ("attributes and the library", {"_impl.attrs", "_impl.version"}),
     ("geometry", {"shapes"}),
     ("rules", {"_impl.arrays", "_impl.lowering", "_impl.cost", "_impl.kernels", "tolerance",
-               "padding", "post", "quant"}),
+               "padding", "post", "quant", "_impl.kept_apart"}),
     ("reference, plans, compiled ops", {"reference", "_impl.plan", "_impl.compiled",
                                         "_impl.json_format"}),
     ("other forms of a compiled op", {"_impl.as_f32", "_impl.unreached", "_impl.tuning",

@@ -9,9 +9,9 @@ is quantized. Where the op runs as written (``NativeOp.lowering == "native"``), 
 graph starts with it and oneDNN 3.2 fuses ConvTranspose's whole chain into one
 partition (after the backward-data ops it fuses nothing); where it is lowered (a crop,
 another op), the op runs through the functional API first and the post-ops' graph
-takes its result. A few chains oneDNN gets wrong or slow are split where the package
-measured it (``_Call``: a quantized operand of another dtype than the result, an int8
-chain with a full-size binary post-op on AVX2). Either way every partition oneDNN
+takes its result. An int8 chain oneDNN runs slowly is cut where the package measured
+it (``CUT_BEFORE_BINARY``), and one it fuses wrongly is kept apart by the Graph itself
+(``kept_apart``). Either way every partition oneDNN
 returns runs, in order, on the caller's arrays and buffers of this module's own for
 values between them (``_Call.partitions`` counts them).
 """
@@ -294,7 +294,7 @@ class _Problem:
 #: the rest and the Quantize as another): (oneDNN version, AVX-512 family) pairs where
 #: oneDNN fused such chains into a slow kernel. On the AVX2 EPYC oneDNN 3.2 and 3.13
 #: leave their jit_uni_int8 deconvolution for gemm_s8u8s32 (ONEDNN_VERBOSE) for any such
-#: binary post-op but a lone Add into an f32 result (its "sum"); with a src zero point
+#: binary post-op but a final Add it runs as its "sum" (``_Call._sum``); with a src zero point
 #: that took 54-79 ms (3.13: 27-29 ms) against 0.28-0.49 ms (0.43-1.19 ms) cut, and
 #: without one 0.58-0.83 ms against 0.24-0.32 ms (3.13: mostly faster cut, 0.64-1.29x):
 #: ``python benchmarks/int8_chains.py``, docs/benchmarks/avx2-int8-chains.md. On the
@@ -320,22 +320,12 @@ class _Call:
                 f"only as {native.lowering}, which the int8 form does not take")
         result, quantize = problem.result(out), problem.quantize
         real: Port = (_compiled.meta(np.empty(self.shape, np.float32)), "f32", None)
-        # oneDNN 3.2 fuses a quantized operand as a sum post-op that reads it as the
-        # result's dtype: one of another dtype (u8 into s8, s8 into u8) comes out wrong
-        # (measured: off by up to 77). Such an operand is dequantized by oneDNN apart.
-        self.apart = {i: Fused(None, port, [], (_compiled.meta(np.empty(port[0][0], np.float32)), "f32", None))
-                      for i, (_, _, port) in enumerate(problem.post_key)
-                      if port is not None and port[2] is not None and quantize is not None
-                      and port[2].dtype != quantize.dtype}
-        post_key = tuple((k, a, (self.apart[i].out_meta, "f32", None) if i in self.apart else op)
-                         for i, (k, a, op) in enumerate(problem.post_key))
+        post_key = problem.post_key  # (a quantized skip oneDNN would fuse wrongly: kept_apart)
         cut = len(post_key)
         if self.src_quantization is not None and \
                 (_lowering.linked_version(), _lowering.avx512(_version.cpu_isa())) in CUT_BEFORE_BINARY:
             full = [i for i, (_, _, op) in enumerate(post_key) if op is not None and tuple(op[0][0]) == self.shape]
-            lone_sum = len(full) == 1 and full[0] == len(post_key) - 1 and quantize is None \
-                and post_key[full[0]][0] == "Add"
-            cut = full[0] if full and not lone_sum else cut
+            cut = full[0] if full and not self._sum(post_key, full, quantize) else cut
         head_end = result if cut == len(post_key) else real
         if self.lowered:  # the op runs alone, the post-ops' graph takes its result
             start: Port = (_compiled.meta(np.empty(self.shape, problem.compute)),
@@ -348,11 +338,23 @@ class _Call:
         self.lowering = native.lowering
         self.compile_seconds = time.perf_counter() - started
 
+    @staticmethod
+    def _sum(post_key: tuple, full: list[int], quantize: Optional[_quant.Quantization]) -> bool:
+        """Whether the one full-size binary post-op is an Add oneDNN runs as its "sum"
+        (accumulating into the result) in the fast kernel: the last post-op, its operand
+        f32 into an f32 result, or quantized in the result's dtype (measured: 0.21-0.35
+        ms fused against 0.40-0.58 ms cut, zero point 0 or 128, AVX2 EPYC)."""
+        if len(full) != 1 or full[0] != len(post_key) - 1 or post_key[full[0]][0] != "Add":
+            return False
+        operand = post_key[full[0]][2][2]
+        return (operand is None and quantize is None) or \
+            (operand is not None and quantize is not None and operand.dtype == quantize.dtype)
+
     @property
     def partitions(self) -> int:
-        """The oneDNN partitions a call runs: its stages', the op's own where it is
-        lowered, and each operand dequantized apart."""
-        return sum(f.partitions for f in self.stages) + int(self.lowered) + len(self.apart)
+        """The oneDNN partitions a call runs: its stages' and the op's own where it is
+        lowered."""
+        return sum(f.partitions for f in self.stages) + int(self.lowered)
 
 
 def _arguments(names: Sequence[str], arrays: Sequence[Any], post_ops: Any, quantize: Any
@@ -391,8 +393,7 @@ def execute(call: _Call, inputs: Sequence[np.ndarray], operands: Sequence[Option
     new array; `run_op(y)` runs the op alone into `y` where it is lowered."""
     if call.src_quantization is not None:
         _warn_inexact(call.src_quantization, inputs[1])
-    taken = [o if i not in call.apart else _dequantized(call.apart[i], o)
-             for i, o in enumerate(operands) if o is not None]
+    taken = [o for o in operands if o is not None]
     if out is None:
         target = result = np.empty(call.shape, call.dtype)
     else:
@@ -432,14 +433,6 @@ def graph_of(kind: str, names: Sequence[str], arrays: Sequence[Any], attrs: dict
                        quantize)
     head = (problem.cp.spec.kind, problem.cp.spec_attrs(), problem.ports)
     return _chain(head, None, problem.post_key, problem.result(), strided=True)[0]
-
-
-def _dequantized(dequantize: Fused, data: np.ndarray) -> np.ndarray:
-    """`data` dequantized to f32 by oneDNN (the lone Dequantize `dequantize`)."""
-    real = np.empty(data.shape, np.float32)
-    with dequantize.lock:
-        dequantize.run({dequantize.inputs[0]: data, dequantize.output: real})
-    return real
 
 
 def cached() -> list[_Call]:
