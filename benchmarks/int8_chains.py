@@ -6,7 +6,8 @@ The case behind ``_impl.fused.CUT_BEFORE_BINARY``: a u8 src (zero point 0 or 128
 s8 weights, f32 bias, then a post-op chain, with an f32 or u8 result, on a small
 problem (2x4x4x64 -> 32 channels, k4 s2, NXC). Each chain runs as the package runs it
 on this oneDNN and CPU, and fused as one partition (the rule off); median ms of
-`--rounds` calls each. ``ONEDNN_VERBOSE=1`` shows the kernels (jit_uni_int8 or
+`--rounds` calls each. ``add`` is of an f32 operand, ``add u8`` of a u8 skip (dequantized
+in the graph). ``ONEDNN_VERBOSE=1`` shows the kernels (jit_uni_int8 or
 gemm_s8u8s32 on AVX2).
 """
 
@@ -35,9 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     kw = dict(strides=2, pads_begin=1, pads_end=1)
     s = rng.standard_normal(og.output_shape("ConvTranspose", [x.shape, w.data.shape], **kw)
                             ).astype(np.float32)
+    q = quant.per_tensor(rng.integers(0, 256, s.shape).astype(np.uint8), 0.03, 5)  # a u8 skip
     chains = {"relu": [post.relu()], "add": [post.add(s)], "relu,add": [post.relu(), post.add(s)],
               "mul": [post.multiply(s)], "add,add": [post.add(s), post.add(s)],
-              "max": [post.maximum(s)]}
+              "max": [post.maximum(s)], "add u8": [post.add(q)],
+              "relu,add u8": [post.relu(), post.add(q)]}
     rule = _fused.CUT_BEFORE_BINARY
     v = og.onednn_version()
     print(f"`python benchmarks/int8_chains.py --rounds {args.rounds}` on {_version.cpu_model()}, "

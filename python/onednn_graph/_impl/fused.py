@@ -291,13 +291,13 @@ class _Problem:
 
 #: Where an int8 call's chain is cut before its first binary post-op on a full-size
 #: operand (the op, bias and leading unary post-ops as one partition with an f32 result,
-#: the rest and the Quantize as another): (oneDNN version, AVX-512 family) pairs where
+#: the rest and the Quantize after it): (oneDNN version, AVX-512 family) pairs where
 #: oneDNN fused such chains into a slow kernel. On the AVX2 EPYC oneDNN 3.2 and 3.13
 #: leave their jit_uni_int8 deconvolution for gemm_s8u8s32 (ONEDNN_VERBOSE) for any such
-#: binary post-op but a final Add it runs as its "sum" (``_Call._sum``); with a src zero point
-#: that took 54-79 ms (3.13: 27-29 ms) against 0.28-0.49 ms (0.43-1.19 ms) cut, and
-#: without one 0.58-0.83 ms against 0.24-0.32 ms (3.13: mostly faster cut, 0.64-1.29x):
-#: ``python benchmarks/int8_chains.py``, docs/benchmarks/avx2-int8-chains.md. On the
+#: binary post-op but an Add they run as their "sum" (``_Call._sum``). With a src zero
+#: point that took 75-78 ms (3.13: 16-33 ms) against 0.29-0.54 ms (0.40-0.92 ms) cut,
+#: without one 0.68-1.04 ms (0.61-0.84 ms) against 0.24-0.46 ms (0.45-0.75 ms)
+#: (``python benchmarks/int8_chains.py``, docs/benchmarks/avx2-int8-chains.md); on the
 #: suite's dcgan-1 the fused chain took 32 s where the f32 call took 15 ms.
 CUT_BEFORE_BINARY: frozenset[tuple[tuple[int, int], bool]] = frozenset({((3, 2), False),
                                                                         ((3, 13), False)})
@@ -341,14 +341,17 @@ class _Call:
     @staticmethod
     def _sum(post_key: tuple, full: list[int], quantize: Optional[_quant.Quantization]) -> bool:
         """Whether the one full-size binary post-op is an Add oneDNN runs as its "sum"
-        (accumulating into the result) in the fast kernel: the last post-op, its operand
-        f32 into an f32 result, or quantized in the result's dtype (measured: 0.21-0.35
-        ms fused against 0.40-0.58 ms cut, zero point 0 or 128, AVX2 EPYC)."""
+        (accumulating into the result) in the fast kernel: the last post-op into an f32
+        result (a quantized operand is dequantized in a partition of its own first), or
+        the only post-op, with an operand quantized in the result's dtype, into a
+        quantized result (oneDNN's int8 add pattern). Measured on the AVX2 EPYC
+        (``benchmarks/int8_chains.py``): fused 0.20-0.37 ms there, against 51-83 ms for a
+        ReLU then a u8 skip into a u8 result, with a src zero point."""
         if len(full) != 1 or full[0] != len(post_key) - 1 or post_key[full[0]][0] != "Add":
             return False
         operand = post_key[full[0]][2][2]
-        return (operand is None and quantize is None) or \
-            (operand is not None and quantize is not None and operand.dtype == quantize.dtype)
+        return quantize is None or (operand is not None and operand.dtype == quantize.dtype
+                                    and len(post_key) == 1)
 
     @property
     def partitions(self) -> int:
