@@ -36,7 +36,7 @@ def _function(kind: str) -> Callable[..., Any]:
 def _keywords(kind: str, given: dict[str, Any]) -> dict[str, Any]:
     """The op's keywords with the functional API's defaults; unknown names are a TypeError."""
     inputs = _registry.input_names(kind)
-    # (post_ops, quantize: compile_op takes them itself, for ConvTranspose)
+    # (post_ops, quantize: compile_op takes them itself, for the ops of _fused.KINDS)
     params = [p for name, p in inspect.signature(_function(kind)).parameters.items()
               if name not in inputs and name not in ("out", "post_ops", "quantize")]
     unknown = set(given) - {p.name for p in params}
@@ -99,9 +99,10 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
         The op's inputs by name (``src``, ``weights``, ``bias``, ``diff_dst``,
         ...), each an array (its shape, strides and dtype are compiled for) or
         a shape tuple (C-contiguous), and its attributes as the functional API
-        takes them (``strides=2``, ``weights_shape=...``). ConvTranspose also
-        takes ``post_ops`` and ``quantize`` and quantized inputs (``onednn_graph.post``,
-        ``onednn_graph.quant``, as ``og.conv_transpose`` does; inputs as arrays).
+        takes them (``strides=2``, ``weights_shape=...``). ConvTranspose and the
+        backward-data ops also take ``post_ops`` (``onednn_graph.post``), and
+        ConvTranspose ``quantize`` and quantized inputs (``onednn_graph.quant``), as the
+        functional API does (inputs as arrays then).
 
     Returns
     -------
@@ -160,7 +161,8 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
 
 def _compile_fused(kind: str, inputs: dict[str, Any], attrs: dict[str, Any], post_ops: Any,
                    quantize: Any, **options: Any) -> "FusedOperation":
-    """compile_op with post-ops or quantization: ConvTranspose's fused or int8 form."""
+    """compile_op with post-ops or quantization: an op's fused form, or ConvTranspose's
+    int8 one."""
     if kind not in _fused.KINDS:
         raise TypeError(f"compile_op: post_ops and quantize are taken by {', '.join(_fused.KINDS)}, "
                         f"not {kind}")

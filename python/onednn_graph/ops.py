@@ -44,6 +44,14 @@ _CT_IN, _CTBD_IN, _CTBW_IN, _CBD_IN, _LEGACY_IN = (
     _registry.input_names(k) for k in (_CT, _CTBD, _CTBW, _CBD, _LEGACY))
 
 
+def _fused_call(kind: str, names: Sequence[str], arrays: tuple, out: Any,
+                keys: tuple[str, ...], values: tuple, post_ops: Any, quantize: Any = None) -> Any:
+    """A call with post-ops or quantization (``_impl.fused``); where the op is lowered it
+    runs alone first, as a plain call."""
+    return _fused.run(kind, lambda y: _call.run(kind, names, arrays, y, keys, values),
+                      names[:len(arrays)], arrays, dict(zip(keys, values)), post_ops, out, quantize)
+
+
 def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 1,
                    pads_begin: Spatial = 0, pads_end: Spatial = 0, dilations: Spatial = 1,
                    auto_pad: str = "none", output_padding: Spatial = 0, groups: int = 1,
@@ -97,9 +105,7 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
               data_format, weights_format)
     if post_ops or quantize is not None or isinstance(src, _quant.Quantized) \
             or isinstance(weights, _quant.Quantized):
-        return _fused.run(_CT, lambda y: _call.run(_CT, _CT_IN, arrays, y, _CONV_KEYS, values),
-                          _CT_IN[:len(arrays)], arrays, dict(zip(_CONV_KEYS, values)),
-                          post_ops, out, quantize)
+        return _fused_call(_CT, _CT_IN, arrays, out, _CONV_KEYS, values, post_ops, quantize)
     return _call.run(_CT, _CT_IN, arrays, out, _CONV_KEYS, values)
 
 
@@ -130,10 +136,7 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     values = (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
               data_format, weights_format)
     if post_ops:
-        return _fused.run(_CTBD, lambda y: _call.run(_CTBD, _CTBD_IN, (diff_dst, weights), y,
-                                                     _CONV_KEYS, values),
-                          _CTBD_IN, (diff_dst, weights), dict(zip(_CONV_KEYS, values)),
-                          post_ops, out)
+        return _fused_call(_CTBD, _CTBD_IN, (diff_dst, weights), out, _CONV_KEYS, values, post_ops)
     return _call.run(_CTBD, _CTBD_IN, (diff_dst, weights), out, _CONV_KEYS, values)
 
 
@@ -192,10 +195,7 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
     values = (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
               data_format, weights_format, dst_shape)
     if post_ops:
-        return _fused.run(_CBD, lambda y: _call.run(_CBD, _CBD_IN, (diff_dst, weights), y,
-                                                    _CBD_KEYS, values),
-                          _CBD_IN, (diff_dst, weights), dict(zip(_CBD_KEYS, values)),
-                          post_ops, out)
+        return _fused_call(_CBD, _CBD_IN, (diff_dst, weights), out, _CBD_KEYS, values, post_ops)
     return _call.run(_CBD, _CBD_IN, (diff_dst, weights), out, _CBD_KEYS, values)
 
 

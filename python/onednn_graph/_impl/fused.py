@@ -118,7 +118,6 @@ class Fused:
     def __init__(self, head: Optional[tuple[str, dict, list[Port]]], start: Optional[Port],
                  posts: Sequence[tuple[str, tuple, Optional[Port]]], out: Port) -> None:
         g, self.inputs, self.operands, self.output = _chain(head, start, posts, out)
-        self.out_meta = out[0]
         self.result = _core.LogicalTensor(self.output, out[1], *out[0])
         self.parts = []
         for p in g.get_partitions("fusion"):
@@ -324,7 +323,8 @@ class _Call:
         cut = len(post_key)
         if self.src_quantization is not None and \
                 (_lowering.linked_version(), _lowering.avx512(_version.cpu_isa())) in CUT_BEFORE_BINARY:
-            full = [i for i, (_, _, op) in enumerate(post_key) if op is not None and tuple(op[0][0]) == self.shape]
+            full = [i for i, (_, _, op) in enumerate(post_key)
+                    if op is not None and tuple(op[0][0]) == self.shape]
             cut = full[0] if full and not self._sum(post_key, full, quantize) else cut
         head_end = result if cut == len(post_key) else real
         if self.lowered:  # the op runs alone, the post-ops' graph takes its result
@@ -344,9 +344,9 @@ class _Call:
         (accumulating into the result) in the fast kernel: the last post-op into an f32
         result (a quantized operand is dequantized in a partition of its own first), or
         the only post-op, with an operand quantized in the result's dtype, into a
-        quantized result (oneDNN's int8 add pattern). Measured on the AVX2 EPYC
-        (``benchmarks/int8_chains.py``): fused 0.20-0.37 ms there, against 51-83 ms for a
-        ReLU then a u8 skip into a u8 result, with a src zero point."""
+        quantized result (oneDNN's int8 add pattern). Measured on the AVX2 EPYC with
+        oneDNN 3.2 (``benchmarks/int8_chains.py``): those fused took 0.16-0.44 ms, where
+        a ReLU then a u8 skip into a u8 result took 52-79 ms fused with a src zero point."""
         if len(full) != 1 or full[0] != len(post_key) - 1 or post_key[full[0]][0] != "Add":
             return False
         operand = post_key[full[0]][2][2]

@@ -32,7 +32,8 @@ def capabilities() -> dict[str, Any]:
     (``kernel``: native, reference or none, and its ``implementation``) and
     how the package runs it (``runs``: native, or ``f32 chain``: in f32 between
     oneDNN TypeCasts), ``fusion``: which post-ops the linked oneDNN fuses after a
-    ConvTranspose, its int8 form and the backward-data ops (``_fused.fusable``), and ``support``: ``_support.summary()``, one
+    ConvTranspose, its int8 form and the backward-data ops (``_fused.fusable``), and
+    ``support``: ``_support.summary()``, one
     dict per (op, feature) with ``native`` (the linked oneDNN computes it as
     written), ``literal`` (what it does then) and ``package`` (what the package
     does: native, lowered or unsupported), probed on the library at the call.
