@@ -213,6 +213,21 @@ def test_capabilities_list_what_this_onednn_fuses_and_calls_agree(rng):
         assert [f.partitions for f in _fused.cached()] == [1], kind
 
 
+def test_capabilities_list_each_chain_as_the_patterns_of_this_onednn_say(rng):
+    """The int8 chain (Dequantize, ConvTranspose, bias, the post-op, Quantize) and the
+    backward-data ops, asked of the fusion policy: oneDNN 3.2's and 3.13's int8 pattern
+    takes every post-op, their backward-data ops match single-op patterns only."""
+    fusion = og.capabilities()["fusion"]
+    assert set(fusion) == {"ConvTranspose", "ConvTranspose int8", "ConvTransposeBackwardData",
+                           "ConvolutionBackwardData"}
+    for chain in fusion.values():
+        assert sorted(chain["fused"] + chain["apart"]) == sorted(post.UNARY + post.BINARY)
+    if tuple(og.onednn_version()[:2]) in ((3, 2), (3, 13)):
+        assert fusion["ConvTranspose int8"]["apart"] == []
+        assert fusion["ConvTransposeBackwardData"]["fused"] == []
+        assert fusion["ConvolutionBackwardData"]["fused"] == []
+
+
 @pytest.mark.parametrize("kind", ["ConvTransposeBackwardData", "ConvolutionBackwardData"])
 def test_the_backward_data_ops_take_post_ops_as_partitions_of_their_own(rng, kind):
     """oneDNN 3.2 (and 3.13) match the backward-data ops with single-op patterns: their
@@ -239,21 +254,25 @@ def test_the_backward_data_ops_take_post_ops_as_partitions_of_their_own(rng, kin
     np.testing.assert_array_equal(op(dy, w, mask, extra), got)
 
 
-def test_the_driver_checks_a_graph_with_biasadd_and_a_clamp(rng):
-    """A graph as a model dump has it: ConvTranspose, then BiasAdd (NCX), then Clamp,
-    with every tensor strided; one partition, its output checked."""
+def test_the_driver_checks_a_graph_with_biasadd_relu_and_add(rng):
+    """The issue's graph as a model dump has it: ConvTranspose, BiasAdd (NCX), ReLU and a
+    skip Add, every tensor strided: one partition, its output checked (and a Clamp chain)."""
     from onednn_graph._impl import runner
     lt = og.LogicalTensor
 
     def strided(i, shape):
         return lt(i, "f32", shape, list(np.empty(shape, np.int8).strides))
-    x, w, b = strided(0, (1, 4, 5, 5)), strided(1, (4, 2, 3, 3)), strided(2, (2,))
-    y, z, out = strided(3, (1, 2, 11, 11)), strided(4, (1, 2, 11, 11)), strided(5, (1, 2, 11, 11))
-    g = og.Graph()
-    g.add_op(og.Op(0, "ConvTranspose", [x, w], [y], {
-        "strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
-        "data_format": "NCX", "weights_format": "IOX"}))
-    g.add_op(og.Op(1, "BiasAdd", [y, b], [z], {"data_format": "NCX"}))
-    g.add_op(og.Op(2, "Clamp", [z], [out], {"min": -0.5, "max": 0.5}))
-    result = runner.run(g)
-    assert result.passed and [(c.op_id, c.kind) for c in result.checks] == [(2, "Clamp")]
+    y_shape = (1, 2, 11, 11)
+    for tail in ("ReLU", "Clamp"):
+        x, w, b = strided(0, (1, 4, 5, 5)), strided(1, (4, 2, 3, 3)), strided(2, (2,))
+        y, z, r, skip, out = (strided(i, y_shape) for i in (3, 4, 5, 6, 7))
+        g = og.Graph()
+        g.add_op(og.Op(0, "ConvTranspose", [x, w], [y], {
+            "strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
+            "data_format": "NCX", "weights_format": "IOX"}))
+        g.add_op(og.Op(1, "BiasAdd", [y, b], [z], {"data_format": "NCX"}))
+        g.add_op(og.Op(2, tail, [z], [r], {"min": -0.5, "max": 0.5} if tail == "Clamp" else {}))
+        g.add_op(og.Op(3, "Add", [r, skip], [out], {"auto_broadcast": "numpy"}))
+        result = runner.run(g)
+        assert result.passed and [(c.op_id, c.kind) for c in result.checks] == [(3, "Add")]
+        assert len(g.get_partitions()) == 1
