@@ -199,3 +199,16 @@ def test_a_graph_with_a_skip_of_another_dtype_replays_right(rng):
     result = runner.run(g)
     assert result.passed, [str(c.comparison) for c in result.checks]
     assert len(g.get_partitions()) == 2  # the skip's Dequantize, then the rest fused
+
+
+@pytest.mark.parametrize("groups", [2, 4])
+def test_grouped_int8_with_per_channel_scales(rng, groups):
+    """With groups, XOI weights hold C_out/groups output channels on axis O; per-channel
+    scales along it apply in every group, as the reference reads them."""
+    x = rng.integers(0, 256, (2, 5, 5, 8)).astype(np.uint8)
+    w = rng.integers(-64, 65, (3, 3, 16 // groups, 8)).astype(np.int8)  # XOI: I holds all of C_in
+    b = rng.standard_normal(16).astype(np.float32)
+    for wq in (quant.per_tensor(w, 0.01), quant.per_channel(w, 0.01 + 0.001 * np.arange(16 // groups), axis=2)):
+        args = (quant.per_tensor(x, 0.02, 128), wq, b)
+        kw = dict(strides=2, groups=groups, post_ops=[post.relu()], quantize=quant.to("u8", 0.05, 3))
+        _check_quantized(og.conv_transpose(*args, **kw), og.reference.conv_transpose(*args, **kw))
