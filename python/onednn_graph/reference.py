@@ -247,11 +247,7 @@ def dequantize(q: Any, name: str = "q") -> np.ndarray:
     qz = q.quantization
     if data.dtype != _quant.DTYPES[qz.dtype]:
         raise TypeError(f"{name}: data of dtype {data.dtype} for a {qz.dtype} quantization")
-    shape = [1] * data.ndim
-    if qz.axis is not None:
-        shape[qz.axis] = -1
-    scales = np.asarray(qz.scales, np.float64).reshape(shape)
-    zps = np.asarray(qz.zero_points, np.float64).reshape(shape)
+    scales, zps = _scales_and_zero_points(qz, data.ndim)
     return (data.astype(np.float64) - zps) * scales
 
 
@@ -268,12 +264,17 @@ def quantize(values: Any, quantization: _quant.Quantization) -> np.ndarray:
     return _quantize(_arrays.to_numpy("values", values).astype(np.float64), _quant_of(quantization))
 
 
-def _quantize(v: np.ndarray, q: _quant.Quantization) -> np.ndarray:
-    shape = [1] * v.ndim
+def _scales_and_zero_points(q: _quant.Quantization, ndim: int) -> Tuple[np.ndarray, np.ndarray]:
+    """`q`'s scales and zero points in float64, shaped to broadcast along its axis."""
+    shape = [1] * ndim
     if q.axis is not None:
         shape[q.axis] = -1
-    scales = np.asarray(q.scales, np.float64).reshape(shape)
-    zps = np.asarray(q.zero_points, np.float64).reshape(shape)
+    return (np.asarray(q.scales, np.float64).reshape(shape),
+            np.asarray(q.zero_points, np.float64).reshape(shape))
+
+
+def _quantize(v: np.ndarray, q: _quant.Quantization) -> np.ndarray:
+    scales, zps = _scales_and_zero_points(q, v.ndim)
     lo, hi = q.range()
     return np.clip(np.rint(v / scales) + zps, lo, hi).astype(_quant.DTYPES[q.dtype])
 

@@ -27,7 +27,7 @@ import numpy as np
 from . import shapes
 from ._impl import registry as _registry
 
-__all__ = ["UNIT_ROUNDOFF", "accumulation_terms", "Comparison", "compare", "exact_range"]
+__all__ = ["UNIT_ROUNDOFF", "accumulation_terms", "Comparison", "bound", "compare", "exact_range"]
 
 UNIT_ROUNDOFF = {"f32": 2.0**-24, "bf16": 2.0**-8, "f16": 2.0**-11}
 F32_EXACT_INTEGERS = 2**24  # every integer up to this is an f32
@@ -72,6 +72,12 @@ class Comparison:
                 f"reference {self.ref[w]}, tolerance {self.tol[w]:.3g}")
 
 
+def bound(ref: np.ndarray, mag: np.ndarray, dtype: str, terms: int) -> np.ndarray:
+    """The bound above, per element: ``2*u(dtype)*|ref| + terms * 2**-24 * mag``, for the
+    reference `ref` and `mag`, the reference on the inputs' absolute values."""
+    return 2 * UNIT_ROUNDOFF[dtype] * np.abs(ref) + terms * 2.0**-24 * mag
+
+
 def compare(got: np.ndarray, ref_fn: Callable[..., np.ndarray], args: Sequence[Any],
             kwargs: dict[str, Any], dtype: str, terms: int, exact: bool = False) -> Comparison:
     """oneDNN's `got` against ``ref_fn(*args, **kwargs)`` with the bound above
@@ -82,7 +88,7 @@ def compare(got: np.ndarray, ref_fn: Callable[..., np.ndarray], args: Sequence[A
     else:
         mag = ref_fn(*[np.abs(np.asarray(a).astype(np.float64)) for a in args],
                      **kwargs).astype(np.float64)
-        tol = 2 * UNIT_ROUNDOFF[dtype] * np.abs(ref) + terms * 2.0**-24 * mag + 1e-30
+        tol = bound(ref, mag, dtype, terms) + 1e-30
     if got.shape != ref.shape:
         raise ValueError(f"result shape {got.shape} differs from the reference's {ref.shape}")
     return Comparison(got, ref, tol)

@@ -63,16 +63,16 @@ def _chain(head: Optional[tuple[str, dict, list[Port]]], start: Optional[Port],
     between = (shape, _arrays.element_strides(np.empty(shape, np.int8))) if strided else (shape,)
     op_ids, dequantized = itertools.count(), itertools.count(_FIRST_DEQUANTIZED_ID)
 
-    def read(tid: int, port: Port, into: Any = None) -> Any:
-        """The tensor an op reads for the array of id `tid` (a Dequantize's result, or
-        `into`, for quantized data)."""
+    def read(tid: int, port: Port) -> Any:
+        """The tensor an op reads for the array of id `tid` (a Dequantize's result for
+        quantized data)."""
         meta, dtype, q = port
         raw = lt(tid, dtype, *meta)
         if q is None:
             return raw
-        real = into or lt(next(dequantized), "f32",
-                          *((meta[0], _arrays.element_strides(np.empty(meta[0], np.int8)))
-                            if strided else (meta[0],)))
+        real = lt(next(dequantized), "f32",
+                  *((meta[0], _arrays.element_strides(np.empty(meta[0], np.int8)))
+                    if strided else (meta[0],)))
         g.add_op(_graph.Op(next(op_ids), "Dequantize", [raw], [real], q.attrs))
         return real
 
@@ -89,9 +89,7 @@ def _chain(head: Optional[tuple[str, dict, list[Port]]], start: Optional[Port],
         inputs = list(range(len(metas)))
     else:
         assert start is not None
-        alone = not posts and start[2] is not None and out[2] is None  # a lone Dequantize
-        current = read(_FIRST_POST_ID - 1, start,
-                       lt(_FIRST_POST_ID, out[1], *out[0]) if alone else None)
+        current = read(_FIRST_POST_ID - 1, start)
         inputs = [_FIRST_POST_ID - 1]
     operands: list[int] = []
     for i, (post_kind, post_attrs, operand) in enumerate(posts):
@@ -182,6 +180,14 @@ def _post_ops(post_ops: Any) -> list[tuple[_post.PostOp, Optional[np.ndarray],
             _read(f"post_ops[{i}] ({p.kind}) operand", p.operand)
         checked.append((p, operand, q))
     return checked
+
+
+def _post_key(posts: Sequence[tuple[_post.PostOp, Optional[np.ndarray], Any]]
+              ) -> tuple[tuple[str, tuple, Optional[Port]], ...]:
+    """The post-ops as ``_chain`` takes them (kind, attributes, operand's port): also what
+    a cached call is found by."""
+    return tuple((p.kind, p.attrs, None if o is None else
+                  (_compiled.meta(o), _dtypes.dtype_name(o.dtype), q)) for p, o, q in posts)
 
 
 def _check_operands(posts: Sequence[tuple[_post.PostOp, Optional[np.ndarray], Any]],
@@ -277,9 +283,7 @@ class _Problem:
         _check_operands(posts, self.shape, self.compute)
         self.ports: list[Port] = [(_compiled.meta(a), _dtypes.dtype_name(a.dtype), q)
                                   for a, q in zip(inputs, quants)]
-        self.post_key = tuple((p.kind, p.attrs, None if o is None else
-                               (_compiled.meta(o), _dtypes.dtype_name(o.dtype), q))
-                              for p, o, q in posts)
+        self.post_key = _post_key(posts)
         self.quantize = quantize
 
     def result(self, meta: Optional[tuple] = None) -> Port:
@@ -382,8 +386,7 @@ def prepare(kind: str, names: Sequence[str], arrays: Sequence[Any], attrs: dict,
     out_meta = None if out_view is None or out_view.flags.c_contiguous else _compiled.meta(out_view)
     key = (kind, tuple((_compiled.meta(a), a.dtype.str, q) for a, q in read),
            tuple((k, _call._freeze(v)) for k, v in attrs.items()),
-           tuple((p.kind, p.attrs, None if o is None else (_compiled.meta(o), o.dtype.str, q))
-                 for p, o, q in posts), out_meta, quantize)
+           _post_key(posts), out_meta, quantize)
     inputs = [a for a, _ in read]
     call = _get(key, lambda: _Call(_Problem(kind, names, inputs, [q for _, q in read], attrs,
                                             posts, quantize), out_meta))

@@ -11,10 +11,10 @@ element) on oneDNN's distance from it:
   the op (``op(e_x, |w|) + op(|x|, e_w)``: the ops are bilinear);
 - BiasAdd, a unary or binary op: the spread of its reference over its inputs'
   intervals (evaluated at their ends: every such op here is monotonic, or flat,
-  on intervals this small), plus 2**-20 of ``max(|f(y)|, |y|)`` for oneDNN's f32
-  eltwise approximations (GELU, Mish, HardSwish are ``y`` times an approximated
-  factor: their error scales with ``|y|``, e.g. 7e-07 on GELU(-5) = 4e-07) and one
-  rounding to the dtype;
+  on intervals this small) and one rounding to the dtype; for a unary op also
+  2**-20 of ``max(|f(y)|, |y|)`` for oneDNN's f32 eltwise approximations (GELU,
+  Mish, HardSwish are ``y`` times an approximated factor: their error scales with
+  ``|y|``, e.g. 7e-07 on GELU(-5) = 4e-07);
 - Dequantize: one f32 rounding; Quantize: every integer the interval rounds to
   (so a value near a rounding boundary may come out one unit either way).
 """
@@ -26,13 +26,11 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import post as _post, quant as _quant, reference, tolerance
-from . import registry as _registry
 
 #: The epilogue ops a checked graph may hold besides the convolution-family ones.
 EPILOGUE = ("BiasAdd", "Dequantize", "Quantize") + _post.UNARY + _post.BINARY
 
 _ELTWISE = 2.0**-20  # oneDNN's f32 eltwise approximations, relative (test_post_ops.py)
-_F32 = tolerance.UNIT_ROUNDOFF["f32"]
 
 
 def _rounding(dtype: str) -> float:
@@ -69,7 +67,7 @@ def evaluate(op: Any, values: list[np.ndarray], bounds: list[np.ndarray],
     if call is not None:
         ref = call.fn(*values, **call.kwargs).astype(np.float64)
         mags = [np.abs(v) for v in values]
-        e = _rounding(out.dtype) * np.abs(ref) + call.terms * 2.0**-24 * call.fn(*mags, **call.kwargs)
+        e = tolerance.bound(ref, call.fn(*mags, **call.kwargs), out.dtype, call.terms)
         for i, b in enumerate(bounds):
             if np.any(b):
                 e = e + np.abs(call.fn(*[b if j == i else m for j, m in enumerate(mags)], **call.kwargs))
@@ -77,10 +75,10 @@ def evaluate(op: Any, values: list[np.ndarray], bounds: list[np.ndarray],
     if kind == "Dequantize":
         q = _quantization(attrs, op.inputs[0].dtype)
         ref = reference.dequantize(_quant.Quantized(values[0].astype(_quant.DTYPES[q.dtype]), q))
-        return ref, _F32 * 2 * np.abs(ref)
+        return ref, _rounding("f32") * np.abs(ref)
     if kind == "Quantize":
         q = _quantization(attrs, out.dtype)
-        slack = bounds[0] + 2 * _F32 * np.abs(values[0])  # and the f32 division by the scale
+        slack = bounds[0] + _rounding("f32") * np.abs(values[0])  # and the f32 division by the scale
         ref = reference.quantize(values[0], q).astype(np.float64)
         lo = reference.quantize(values[0] - slack, q).astype(np.float64)
         hi = reference.quantize(values[0] + slack, q).astype(np.float64)
@@ -91,7 +89,7 @@ def evaluate(op: Any, values: list[np.ndarray], bounds: list[np.ndarray],
         shape[-1 if channel_last else 1] = -1
         ref, spread = _spread(lambda x, b: x + b.reshape(shape), values, bounds)
         return ref, spread + _rounding(out.dtype) * np.abs(ref)
-    if kind in _post.BINARY:
+    if kind in _post.BINARY:  # IEEE operations: one rounding
         def f(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             return reference.post_ops(a, [_post.PostOp(kind, operand=b)])
         ref, spread = _spread(f, values, bounds)
@@ -100,9 +98,4 @@ def evaluate(op: Any, values: list[np.ndarray], bounds: list[np.ndarray],
                                      if isinstance(v, (int, float)) and not isinstance(v, bool)))
         ref, spread = _spread(lambda y: reference.post_ops(y, [p]), values, bounds)
         spread = spread + _ELTWISE * np.fmax(np.abs(ref), np.abs(values[0]))
-    return ref, spread + (_ELTWISE + _rounding(out.dtype)) * np.abs(ref)
-
-
-def checked_kind(kind: str) -> bool:
-    """Whether a graph of ops of `kind` can be checked against the reference."""
-    return kind in _registry.SPECS or kind == _registry.LEGACY.kind or kind in EPILOGUE
+    return ref, spread + _rounding(out.dtype) * np.abs(ref)
