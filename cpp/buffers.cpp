@@ -127,6 +127,21 @@ bool overlaps(const py::array &a, const py::array &b) {
     return py::module_::import("numpy").attr("shares_memory")(a, b).cast<bool>();
 }
 
+bool has_dtype(const py::array &a, const char *name) {
+    const py::handle table = dtype_table;
+    const py::handle wanted = table[py::str(name)];
+    // The same dtype object in the common case; an equal one (another instance) otherwise.
+    const auto *raw = py::detail::array_proxy(a.ptr());
+    return reinterpret_cast<PyObject *>(raw->descr) == wanted.ptr() || a.dtype().equal(wanted);
+}
+
+std::string table_dtype_name(const py::array &a) {
+    const py::handle table = dtype_table;
+    for (const auto &item : py::reinterpret_borrow<py::dict>(table))
+        if (a.dtype().equal(item.second)) return item.first.cast<std::string>();
+    return py::str(a.dtype());
+}
+
 void load_dtype_table() {
     dtype_table = py::object(py::module_::import("onednn_graph._impl.dtypes").attr("DTYPES")).release();
 }

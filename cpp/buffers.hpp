@@ -35,6 +35,12 @@ inline bool exact_array(py::handle o) {
 // (exact) only when the bounds meet.
 bool overlaps(const py::array &a, const py::array &b);
 
+// Whether `a` has the dtype the package's table names `name` ("f32", "bf16", ...).
+bool has_dtype(const py::array &a, const char *name);
+
+// The table's name of `a`'s dtype, or NumPy's name of it when the table has none.
+std::string table_dtype_name(const py::array &a);
+
 // Looks up onednn_graph._impl.dtypes.DTYPES; called once when the module loads.
 void load_dtype_table();
 

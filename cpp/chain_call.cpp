@@ -1,15 +1,18 @@
 // ChainCall (see direct_call.hpp): a cached f32 chain (a bf16/f16 op run as
 // TypeCast -> op in f32 -> TypeCast, _impl/as_f32.py) run in one native call.
 //
-// Each step is a compiled partition reading and writing slots: the caller's
-// arrays, the result, arrays fixed for the chain's life (a constant input's f32
-// copy) and f32 scratch arrays. The scratch arrays are made once per calling
+// Each step is a compiled partition, or a TypeCast the package converts itself
+// (a Cast, cast.hpp), reading and writing slots: the caller's arrays, the result,
+// arrays fixed for the chain's life (a constant input's f32 copy) and f32 scratch
+// arrays. The scratch arrays are made once per calling
 // thread (by the Python callable `allocate`) and reused by every later call on
 // that thread, so a repeated call allocates nothing but a new result; threads
 // never share them, so several may run one chain at once. Every step's arrays
 // are checked before the first step runs: a refusal leaves everything untouched.
+#include "cast.hpp"
 #include "direct_call.hpp"
 #include "execute.hpp"
+#include "onednn_thread.hpp"
 
 #include <thread>
 #include <unordered_map>
@@ -19,9 +22,16 @@ namespace onednn_graph {
 namespace {
 
 struct Step {
-    py::object partition; // the CompiledPartition object: keeps it alive
-    const CompiledPartition *compiled;
+    py::object object; // the CompiledPartition or Cast object: keeps it alive
+    const CompiledPartition *compiled; // one of these two is null
+    const Cast *cast;
     std::vector<size_t> inputs, outputs; // slots, in the order the partition was compiled with
+};
+
+// One step's arrays, checked: a partition's or a conversion's.
+struct CheckedStep {
+    CheckedArrays arrays;
+    CastJob cast;
 };
 
 class ChainCall : public NativeCall {
@@ -44,10 +54,14 @@ public:
         }
         for (const auto &item : steps) {
             const auto step = item.cast<py::tuple>();
-            if (step.size() != 3) throw py::value_error("ChainCall: a step is (partition, input slots, output slots)");
-            Step s {step[0], &step[0].cast<const CompiledPartition &>(), step[1].cast<std::vector<size_t>>(),
+            if (step.size() != 3)
+                throw py::value_error("ChainCall: a step is (partition or Cast, input slots, output slots)");
+            const bool is_cast = py::isinstance<Cast>(step[0]);
+            Step s {step[0], is_cast ? nullptr : &step[0].cast<const CompiledPartition &>(),
+                    is_cast ? &step[0].cast<const Cast &>() : nullptr, step[1].cast<std::vector<size_t>>(),
                     step[2].cast<std::vector<size_t>>()};
-            if (s.inputs.size() != s.compiled->inputs.size() || s.outputs.size() != s.compiled->outputs.size())
+            const size_t ins = is_cast ? 1 : s.compiled->inputs.size(), outs = is_cast ? 1 : s.compiled->outputs.size();
+            if (s.inputs.size() != ins || s.outputs.size() != outs)
                 throw py::value_error("ChainCall: a step names another number of slots than its partition has");
             for (size_t slot : s.inputs) top = std::max(top, slot);
             for (size_t slot : s.outputs) top = std::max(top, slot);
@@ -79,15 +93,19 @@ public:
         const std::vector<py::object> &mine = scratch();
         for (size_t j = 0; j < scratch_slots_.size(); ++j) slot[scratch_slots_[j]] = mine[j].ptr();
         slot[output_] = target.ptr();
-        std::vector<CheckedArrays> checked(steps_.size());
+        std::vector<CheckedStep> checked(steps_.size());
         try {
             for (size_t k = 0; k < steps_.size(); ++k) {
                 const Step &s = steps_[k];
+                if (s.cast) {
+                    checked[k].cast = cast_job(s.cast->pair, slot[s.inputs[0]], slot[s.outputs[0]], "execute");
+                    continue;
+                }
                 std::vector<PyObject *> ins, outs;
                 for (size_t i : s.inputs) ins.push_back(slot[i]);
                 for (size_t o : s.outputs) outs.push_back(slot[o]);
                 check_stream(*s.compiled, stream, "execute");
-                checked[k] = check_arrays(*s.compiled, "execute", ArrayList {ins.data(), ins.size()},
+                checked[k].arrays = check_arrays(*s.compiled, "execute", ArrayList {ins.data(), ins.size()},
                         ArrayList {outs.data(), outs.size()});
             }
         } catch (const py::type_error &) {
@@ -95,8 +113,15 @@ public:
         } catch (const py::value_error &) {
             return py::none();
         }
-        for (size_t k = 0; k < steps_.size(); ++k)
-            run_checked(*steps_[k].compiled, stream, checked[k]);
+        const CastPath path = default_cast_path();
+        without_gil([&] {
+            on_onednn_thread([&] {
+                for (size_t k = 0; k < steps_.size(); ++k) {
+                    if (steps_[k].cast) run_cast(checked[k].cast, steps_[k].cast->threads, path);
+                    else execute_checked(*steps_[k].compiled, stream, checked[k].arrays);
+                }
+            });
+        });
         return target;
     }
 
@@ -140,7 +165,7 @@ void bind_chain_call(py::module_ &m) {
                          py::object, std::vector<py::ssize_t>, py::dtype>(),
                     py::arg("steps"), py::arg("inputs"), py::arg("output"), py::arg("fixed"), py::arg("scratch"),
                     py::arg("allocate"), py::arg("shape"), py::arg("dtype"),
-                    "`steps`: (CompiledPartition, input slots, output slots) in execution order;\n"
+                    "`steps`: (CompiledPartition or Cast, input slots, output slots) in execution order;\n"
                     "`inputs`: the slot of each caller array; `output`: the result's slot; `fixed`:\n"
                     "slot -> array for the chain's life; `scratch`: slots whose arrays `allocate()`\n"
                     "returns (a list, in that order) once per calling thread; `shape` and `dtype`:\n"

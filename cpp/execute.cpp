@@ -71,15 +71,15 @@ CheckedArrays check_arrays(const CompiledPartition &c, const char *who, ArrayLis
     return checked;
 }
 
+void execute_checked(const CompiledPartition &c, dnnl::stream &stream, const CheckedArrays &arrays) {
+    std::lock_guard<std::mutex> one_at_a_time(*c.executing);
+    ThreadLimit limit(c.threads);
+    c.compiled.execute(stream, arrays.input_tensors, arrays.output_tensors);
+    stream.wait();
+}
+
 void run_checked(const CompiledPartition &c, dnnl::stream &stream, const CheckedArrays &arrays) {
-    without_gil([&] {
-        std::lock_guard<std::mutex> one_at_a_time(*c.executing);
-        on_onednn_thread([&] {
-            ThreadLimit limit(c.threads);
-            c.compiled.execute(stream, arrays.input_tensors, arrays.output_tensors);
-            stream.wait();
-        });
-    });
+    without_gil([&] { on_onednn_thread([&] { execute_checked(c, stream, arrays); }); });
 }
 
 } // namespace onednn_graph

@@ -44,4 +44,8 @@ CheckedArrays check_arrays(const CompiledPartition &c, const char *who, ArrayLis
 // GIL, one execution of a compiled partition at a time.
 void run_checked(const CompiledPartition &c, dnnl::stream &stream, const CheckedArrays &arrays);
 
+// run_checked's execution alone, for a caller that has released the GIL and is on
+// the thread oneDNN work runs on (on_onednn_thread) already: a chain of steps.
+void execute_checked(const CompiledPartition &c, dnnl::stream &stream, const CheckedArrays &arrays);
+
 } // namespace onednn_graph

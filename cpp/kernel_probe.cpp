@@ -7,6 +7,11 @@
 // (Convolution), backward ops after a forward_training hint, which must exist
 // too. The answer is the implementation's name ("brgconv:avx512_core",
 // "conv:any+ref:any", ...); a problem no implementation takes raises Error.
+//
+// reorder_impl asks the same of a TypeCast, which the backend compiles as a
+// reorder between the two strided memory descriptors: which reorder oneDNN runs
+// ("jit:uni", or its scalar "simple:any") decides whether the package converts
+// instead (_impl/casts.py).
 #include "common.hpp"
 #include "convert.hpp"
 
@@ -66,6 +71,13 @@ std::string probe(const std::string &primitive, const std::string &dtype, const 
                           "_backward_weights, got '" + primitive + "'");
 }
 
+std::string reorder_probe(const std::string &from, const std::string &to, const dims &shape,
+        const dims &from_strides, const dims &to_strides) {
+    const auto dt = [](const std::string &name) { return static_cast<dnnl::memory::data_type>(to_data_type(name)); };
+    const dnnl::memory::desc s(shape, dt(from), from_strides), d(shape, dt(to), to_strides);
+    return dnnl::reorder::primitive_desc(probe_engine(), s, probe_engine(), d).impl_info_str();
+}
+
 } // namespace
 
 void bind_kernel_probe(py::module_ &m) {
@@ -91,6 +103,16 @@ void bind_kernel_probe(py::module_ &m) {
             "family problem on this CPU, as the Graph API's backend asks for it (formats "
             "'any'; dilates counted from 0, as the primitive API counts them). Raises Error "
             "(status unimplemented, ...) when no implementation takes it.");
+    m.def("reorder_impl", [](const std::string &source, const std::string &target, const dims &shape,
+                                   const dims &source_strides, const dims &target_strides) {
+        if (source_strides.size() != shape.size() || target_strides.size() != shape.size())
+            throw py::value_error("reorder_impl: the strides need one value per axis of shape");
+        return without_gil([&] { return reorder_probe(source, target, shape, source_strides, target_strides); });
+    }, py::arg("source"), py::arg("target"), py::arg("shape"), py::arg("source_strides"),
+            py::arg("target_strides"),
+            "The name of the reorder oneDNN's primitive API picks on this CPU to convert a "
+            "strided `source`-dtype tensor into a strided `target`-dtype one (element strides), "
+            "as the Graph API's backend runs a TypeCast. Raises Error when none takes it.");
 }
 
 } // namespace onednn_graph

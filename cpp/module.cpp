@@ -20,6 +20,7 @@ PYBIND11_MODULE(_core, m) {
     bind_graph(m);
     bind_call_signature(m);
     bind_direct_call(m); // before CallCache, which runs NativeCalls
+    bind_cast(m);        // before ChainCall, whose steps it may be
     bind_chain_call(m);
     bind_call_cache(m);
     bind_kernel_probe(m);

@@ -8,6 +8,8 @@
 // limit is set around both, in the calling thread only, and restored after.
 #pragma once
 
+#include <functional>
+
 namespace onednn_graph {
 
 // Whether the limit can be set: oneDNN uses OpenMP and its runtime library is
@@ -26,5 +28,17 @@ public:
 private:
     int previous_ = 0;
 };
+
+// The threads oneDNN would run on from the calling thread: OpenMP's count for it
+// (under a ThreadLimit, the limit), or, where oneDNN is not OpenMP, the CPUs this
+// process may run on.
+int max_threads();
+
+// Runs task(i, n) for i in 0..n-1 on n threads, n = max_threads() capped at
+// `threads` (0: no cap), and returns when all are done. With OpenMP the threads are
+// oneDNN's own pool (the calling thread's team, which oneDNN's kernels have just
+// used and which stays warm); otherwise n - 1 threads are started for the call.
+// `task` must not throw.
+void parallel(int threads, const std::function<void(int, int)> &task);
 
 } // namespace onednn_graph

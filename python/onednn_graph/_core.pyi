@@ -7,7 +7,7 @@ import numpy as _np
 import collections.abc
 import numpy
 import typing
-__all__: list[str] = ['CallCache', 'ChainCall', 'CompiledPartition', 'DirectCall', 'Engine', 'Graph', 'LogicalTensor', 'NativeCall', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'clear_onednn_caches', 'cpu_isa', 'get_constant_tensor_cache', 'onednn_allocations', 'op_kinds', 'primitive_impl', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
+__all__: list[str] = ['CallCache', 'Cast', 'ChainCall', 'CompiledPartition', 'DirectCall', 'Engine', 'Graph', 'LogicalTensor', 'NativeCall', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'cast', 'cast_path', 'cast_paths', 'clear_onednn_caches', 'cpu_isa', 'get_constant_tensor_cache', 'onednn_allocations', 'op_kinds', 'primitive_impl', 'reorder_impl', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
 class Engine:
     """
     A oneDNN engine (the CPU).
@@ -228,13 +228,34 @@ class DirectCall(NativeCall):
         `order[j]` is the caller's position of the partition's input j (empty: as
         given); `shape` and `dtype` are those of a new result.
         """
+class Cast:
+    """
+    The package's conversion between f32 and bf16 / f16, as a step of an f32 chain.
+    """
+    def __call__(self, src: typing.Any, dst: typing.Any) -> None:
+        """
+        Convert `src` into `dst` (any strides, the same shape).
+        """
+    def __init__(self, source: str, target: str, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    @builtins.property
+    def source(self) -> str:
+        ...
+    @builtins.property
+    def target(self) -> str:
+        ...
+    @builtins.property
+    def threads(self) -> int:
+        ...
 class ChainCall(NativeCall):
     """
     The compiled partitions of an f32 chain run on the caller's arrays in one native call.
     """
     def __init__(self, steps: list, inputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], output: typing.SupportsInt | typing.SupportsIndex, fixed: dict, scratch: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], allocate: typing.Any, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dtype: numpy.dtype[typing.Any]) -> None:
         """
-        `steps`: (CompiledPartition, input slots, output slots) in execution order;
+        `steps`: (CompiledPartition or Cast, input slots, output slots) in execution order;
         `inputs`: the slot of each caller array; `output`: the result's slot; `fixed`:
         slot -> array for the chain's life; `scratch`: slots whose arrays `allocate()`
         returns (a list, in that order) once per calling thread; `shape` and `dtype`:
@@ -307,6 +328,18 @@ def can_limit_threads() -> bool:
     """
     Whether a compiled partition can run on fewer threads than oneDNN's default (oneDNN uses OpenMP and its runtime is loaded).
     """
+def cast(src: typing.Any, dst: typing.Any, threads: typing.SupportsInt | typing.SupportsIndex = 0, path: str = '') -> None:
+    """
+    Convert `src` into `dst` between f32 and bf16 / f16 (one of them f32): upcasts exact, downcasts rounded to nearest even, bit for bit ml_dtypes' and NumPy's astype. Any strides; `threads` caps the threads (0: oneDNN's count); `path` forces 'portable', 'avx2' or 'avx512' (default: cast_path()).
+    """
+def cast_path() -> str:
+    """
+    The code conversions run on here: 'avx512', 'avx2' (with F16C) or 'portable', the widest this CPU has within oneDNN's ISA (ONEDNN_MAX_CPU_ISA caps both).
+    """
+def cast_paths() -> list[str]:
+    """
+    Every path this CPU can run (cast(..., path=) takes them), whatever oneDNN's cap.
+    """
 def clear_onednn_caches() -> None:
     """
     Empty oneDNN's process-wide primitive and compiled-partition caches (compiled ops already held keep their kernels).
@@ -334,6 +367,10 @@ def op_kinds() -> list[str]:
 def primitive_impl(primitive: str, dtype: str, src: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], weights: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dst: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pads_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pads_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> str:
     """
     The name of the implementation oneDNN's primitive API picks for a convolution-family problem on this CPU, as the Graph API's backend asks for it (formats 'any'; dilates counted from 0, as the primitive API counts them). Raises Error (status unimplemented, ...) when no implementation takes it.
+    """
+def reorder_impl(source: str, target: str, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], source_strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], target_strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> str:
+    """
+    The name of the reorder oneDNN's primitive API picks on this CPU to convert a strided `source`-dtype tensor into a strided `target`-dtype one (element strides), as the Graph API's backend runs a TypeCast. Raises Error when none takes it.
     """
 def reset_onednn_peak() -> None:
     """

@@ -15,7 +15,8 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import shapes
-from onednn_graph._impl import (as_f32 as _as_f32, call as _call, compiled as _compiled,
+from onednn_graph._impl import (as_f32 as _as_f32, call as _call, casts as _casts,
+                                compiled as _compiled,
                                 kernels as _kernels, lowering as _lowering, support as _support)
 from onednn_graph._impl.dtypes import dtype_name
 from onednn_graph._impl import registry
@@ -97,7 +98,8 @@ def test_the_package_takes_the_chain_where_the_probe_finds_no_kernel(kind, dtype
     probe = _kernels.for_op(op.kind, op.attrs, dtype, taken, target.shape)
     assert isinstance(op, _as_f32.F32Chain) == (probe.status != "native"), probe
     if isinstance(op, _as_f32.F32Chain):
-        assert op.lowering.endswith(f"in f32 between TypeCasts ({op.reason})")
+        assert op.lowering.endswith(f"in f32 between TypeCasts ({op.reason}), "
+                                    + _casts.describe(op.chain.converters))
         [prepared] = _compiled.CACHE.values()
         if not way.crop:  # a cropped call needs the Python path (_call.Prepared.run)
             assert isinstance(prepared.direct, og._core.ChainCall)

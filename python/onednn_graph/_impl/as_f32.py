@@ -12,6 +12,13 @@ runs the chain and reused by its later calls (threads may share one chain).
 A cached call runs the whole chain in one native call (``_core.ChainCall``,
 from ``Chain.native_call``), as a single partition runs in a ``DirectCall``.
 
+A TypeCast whose reorder in the linked oneDNN is not a ``jit:`` one (oneDNN 3.2's
+scalar ``simple:any``, on AVX2 for every pair) is converted by the package instead
+(``_impl.casts``: a ``_core.Cast`` step, vectorized, bit for bit what ml_dtypes and
+NumPy give). Each f32 copy lies in memory in the order of the tensor it mirrors
+(a channels-last input gets a channels-last copy), so a conversion is one pass
+over both.
+
 ``F32Chain`` is a chain of one op with the interface of ``_compiled.CompiledOp``
 (the functional API and ``compile_op``); the spec-level ``Graph`` runs any
 partition as a ``Chain`` when it needs one (``_graph``).
@@ -26,7 +33,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import compiled as _compiled, dtypes as _dtypes
+from . import casts as _casts, compiled as _compiled, dtypes as _dtypes
 from .compiled import CompiledOp, private_copy
 from ..errors import Error, UnsupportedError
 
@@ -39,16 +46,33 @@ def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def dense_like(shape: Sequence[int], strides: Optional[Sequence[int]]) -> tuple[int, ...]:
+    """Element strides of a dense array of `shape` whose axes lie in memory in the
+    order `strides` gives them (the largest outermost; ties keep the axes' order):
+    C-contiguous strides give ``dense_strides(shape)``, channels-last ones
+    channels-last. Without `strides`: ``dense_strides(shape)``."""
+    if strides is None or len(strides) != len(shape):
+        return dense_strides(shape)
+    order = sorted(range(len(shape)), key=lambda i: -abs(int(strides[i])))
+    result, step = [0] * len(shape), 1
+    for i in reversed(order):
+        result[i] = step
+        step *= max(int(shape[i]), 1)
+    return tuple(result)
+
+
 def known_shape(lt: Any) -> bool:
     """Whether logical tensor `lt` has a known rank and dims (-1 is an unknown dim)."""
     return lt.shape is not None and all(d >= 0 for d in lt.shape)
 
 
 def _f32(id: int, lt: Any, property: str = "variable") -> Any:
-    """An f32 logical tensor of `lt`'s shape, C-contiguous (shape unknown: unknown)."""
+    """An f32 logical tensor of `lt`'s shape, dense in `lt`'s order of axes in memory
+    (shape unknown: unknown)."""
     if not known_shape(lt):
         return _core.LogicalTensor(id, "f32", lt.shape, None, "strided", property)
-    return _core.LogicalTensor(id, "f32", lt.shape, dense_strides(lt.shape), "strided", property)
+    return _core.LogicalTensor(id, "f32", lt.shape, dense_like(lt.shape, lt.strides), "strided",
+                               property)
 
 
 def widen(ops: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any],
@@ -112,8 +136,13 @@ class Chain:
         known = {t.id: t for t in self.inputs}
         # id -> array fixed for the chain's life: constant inputs and their f32 copies.
         self.fixed: dict[int, np.ndarray] = {self.inputs[i].id: a for i, a in (constants or {}).items()}
+        # (a CompiledPartition or a _core.Cast, input ids, output ids), in order.
         self.steps: list[tuple[Any, list[int], list[int]]] = []
         self.threads = 0
+        by_id = {op.id: op for op in self.ops}
+        added = set(by_id) - {op.id for op in ops}  # the TypeCasts widen() put around the ops
+        #: Who converts each of those casts (``_impl.casts``), in the order they run.
+        self.converters: list[_casts.Converter] = []
         pending = list(graph.get_partitions("debug"))  # one op each
         while pending:
             ready = [p for p in pending if all(t.id in known for t in p.input_ports)]
@@ -124,17 +153,31 @@ class Chain:
             pending.remove(part)
             ins = [known[t.id] for t in part.input_ports]
             outs = [declared[t.id] for t in part.output_ports]
-            compiled = part.compile(ins, outs, _compiled.engine(), threads)
-            self.threads = max(self.threads, compiled.threads)
-            for t in part.output_ports:
-                known[t.id] = compiled.query_logical_tensor(t.id)
+            runner: Any = None
+            if len(part.op_ids) == 1 and part.op_ids[0] in added:
+                target = outs[0]
+                if not known_shape(target) or target.strides is None:
+                    # A result of unknown shape: the cast's (C-contiguous, as oneDNN
+                    # infers an output of unknown layout).
+                    target = _core.LogicalTensor(target.id, target.dtype, ins[0].shape,
+                                                 dense_strides(ins[0].shape))
+                converter = _casts.converter(ins[0], target)
+                self.converters.append(converter)
+                if converter.by_package:
+                    runner = _core.Cast(ins[0].dtype, target.dtype, threads)
+                    known[target.id] = target
+            if runner is None:
+                runner = part.compile(ins, outs, _compiled.engine(), threads)
+                self.threads = max(self.threads, runner.threads)
+                for t in part.output_ports:
+                    known[t.id] = runner.query_logical_tensor(t.id)
             in_ids, out_ids = [t.id for t in ins], [t.id for t in part.output_ports]
             if in_ids and all(i in self.fixed for i in in_ids):  # a constant's cast: once
                 results = [_compiled.array_for(known[i]) for i in out_ids]
-                compiled.execute_arrays(_compiled.stream(), [self.fixed[i] for i in in_ids], results)
+                _run(runner, [self.fixed[i] for i in in_ids], results)
                 self.fixed.update(zip(out_ids, results))
                 continue
-            self.steps.append((compiled, in_ids, out_ids))
+            self.steps.append((runner, in_ids, out_ids))
         self.layouts = known  # every tensor's compiled logical tensor
         boundary = {t.id for t in self.inputs + self.outputs} | set(self.fixed)
         # The f32 tensors between the steps, whose arrays each thread makes once.
@@ -157,9 +200,8 @@ class Chain:
             arrays.setdefault(lt.id, array)
         for lt, array in zip(self.outputs, outputs):
             arrays[lt.id] = array
-        stream = _compiled.stream()
-        for compiled, in_ids, out_ids in self.steps:
-            compiled.execute_arrays(stream, [arrays[i] for i in in_ids], [arrays[i] for i in out_ids])
+        for runner, in_ids, out_ids in self.steps:
+            _run(runner, [arrays[i] for i in in_ids], [arrays[i] for i in out_ids])
 
     def native_call(self, order: Sequence[int], shape: Sequence[int], dtype: np.dtype) -> Any:
         """The chain with one output as a ``_core.ChainCall``: caller array ``j`` is
@@ -171,6 +213,14 @@ class Chain:
         return _core.ChainCall([(c, ins, outs) for c, ins, outs in self.steps], slots,
                                self.outputs[0].id, dict(self.fixed), self.scratch_ids, self.scratch,
                                list(shape), dtype)
+
+
+def _run(runner: Any, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:
+    """One step of a chain: a compiled partition, or the package's conversion."""
+    if isinstance(runner, _core.Cast):
+        runner(inputs[0], outputs[0])
+    else:
+        runner.execute_arrays(_compiled.stream(), inputs, outputs)
 
 
 class F32Chain:

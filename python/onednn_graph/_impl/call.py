@@ -18,7 +18,7 @@ from typing import Any, Hashable, Optional, Sequence
 import numpy as np
 
 from .. import _core, shapes
-from . import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, cost as _cost,
+from . import (arrays as _arrays, as_f32 as _as_f32, casts as _casts, compiled as _compiled, cost as _cost,
                dtypes as _dtypes, kernels as _kernels, lowering as _lowering, plan as _plan,
                tuning as _tuning, tuning_db as _tuning_db, unreached as _unreached)
 from .dtypes import dtype_name
@@ -253,7 +253,7 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
 def _lowering_of(op: Any, way: _lowering.NativeOp) -> str:
     """How the call runs (``Operation.lowering``): `way`'s rewrite, and the f32 chain."""
     if isinstance(op, _as_f32.F32Chain):
-        chain = f"in f32 between TypeCasts ({op.reason})"
+        chain = f"in f32 between TypeCasts ({op.reason}), {_casts.describe(op.chain.converters)}"
         return chain if way.lowering == "native" else f"{way.lowering}, {chain}"
     return way.lowering
 

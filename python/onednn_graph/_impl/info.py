@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import _core
-from . import fused as _fused, kernels as _kernels, version as _version
+from . import casts as _casts, fused as _fused, kernels as _kernels, version as _version
 
 
 def _support() -> Optional[list[dict[str, Any]]]:
@@ -31,7 +31,11 @@ def capabilities() -> dict[str, Any]:
     op and dtype saying which kernel the linked oneDNN has for it on this CPU
     (``kernel``: native, reference or none, and its ``implementation``) and
     how the package runs it (``runs``: native, or ``f32 chain``: in f32 between
-    oneDNN TypeCasts), ``fusion``: which post-ops the linked oneDNN fuses after a
+    oneDNN TypeCasts), ``conversions``: ``_casts.summary()``, one dict per
+    conversion an f32 chain makes (bf16/f16 to f32 and back) saying who converts
+    (``by``: the package where oneDNN's reorder for it here is not a jit one,
+    ``onednn_reorder``, else oneDNN) and the package's code path
+    (``package_path``), ``fusion``: which post-ops the linked oneDNN fuses after a
     ConvTranspose, its int8 form and the backward-data ops (``_fused.fusable``), and
     ``support``: ``_support.summary()``, one
     dict per (op, feature) with ``native`` (the linked oneDNN computes it as
@@ -60,6 +64,7 @@ def capabilities() -> dict[str, Any]:
         "threads_source": source,
         "constant_tensor_cache": _core.get_constant_tensor_cache(),
         "kernels": _kernels.summary(),
+        "conversions": _casts.summary(),
         "support": _support(),
         # post-ops oneDNN fuses after each op (onednn_graph.post), probed now
         "fusion": {chain: _fused.fusable(chain) for chain in _fused.CHAINS},
@@ -77,6 +82,10 @@ def report(caps: dict[str, Any]) -> str:
         f"constant-tensor cache: {'on' if caps['constant_tensor_cache'] else 'off'}",
     ]
     lines.append(_kernel_table(caps["cpu_isa"], caps["kernels"]))
+    lines.append("\nConversions of an f32 chain (the package's where oneDNN's reorder is not jit):")
+    for c in caps["conversions"]:
+        by = f"the package ({c['package_path']})" if c["by"] == "package" else "oneDNN"
+        lines.append(f"  {c['from']:>4} -> {c['to']:<4} {by}; oneDNN's reorder: {c['onednn_reorder']}")
     lines.append("\nPost-ops fused into one partition with the op (og.conv_transpose(..., "
                  "post_ops=...) and the backward-data ops; int8: with Dequantize and Quantize):")
     for chain, fusion in caps["fusion"].items():

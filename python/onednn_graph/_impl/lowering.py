@@ -305,8 +305,9 @@ TINY_FLOPS = 1 << 19
 def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
               dtype: str, isa: Optional[str] = None, flops: Optional[int] = None,
               version: Optional[tuple[int, int]] = None) -> NativeOp:
-    """What the package runs by default for `chosen` (``lower``'s answer) on `dtype`
-    data on a CPU where oneDNN dispatches to `isa` (default: this one's), for a problem
+    """What the package runs by default for `chosen` (``lower``'s answer) running in
+    `dtype` (a bf16/f16 call that runs as the f32 chain runs in f32: ``_impl.plan``)
+    on a CPU where oneDNN dispatches to `isa` (default: this one's), for a problem
     of `flops` (None: unknown), with oneDNN `version` (default: the linked one): `chosen`,
     or the alternative that this oneDNN ran faster there on nearly every shape
     measured (``python benchmarks/alternative_lowerings.py`` on the suite's 8 cases,

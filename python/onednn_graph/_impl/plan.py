@@ -15,7 +15,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import shapes
-from . import attrs as _attrs, cost as _cost, lowering as _lowering, registry as _registry
+from . import (attrs as _attrs, cost as _cost, dtypes as _dtypes, kernels as _kernels,
+               lowering as _lowering, registry as _registry)
 from .dtypes import dtype_name, numpy_dtype
 
 
@@ -73,6 +74,26 @@ def shape_arg(name: str, value: Any) -> Optional[tuple[int, ...]]:
     return _attrs.check_int_list(name, value, 1)
 
 
+def _runs_in(way: _lowering.NativeOp, dtype: str, plan: shapes.Plan,
+             input_shapes: Sequence[Sequence[int]]) -> str:
+    """The dtype formulation `way` of `plan` runs in on this CPU: `dtype`, or f32 where
+    this CPU's oneDNN has no kernel (or only its reference one) for it in bf16/f16
+    (``_kernels``: the chain of ``_impl.as_f32``). The shapes are those the op is
+    compiled for: after the crop, in the order `way` takes its inputs."""
+    if dtype not in _dtypes.LOW_PRECISION or way.unreached:
+        return dtype
+    taken, output = [tuple(s) for s in input_shapes], tuple(plan.output_shape)
+    if way.crop:
+        index = _lowering.geometry_tensor(plan.attrs.kind)
+        if index >= 0:
+            taken[index] = _lowering.cropped(taken[index], plan.attrs.data_format, way.crop)
+        else:
+            output = _lowering.cropped(output, plan.attrs.data_format, way.crop)
+    if way.input_order:
+        taken = [taken[i] for i in way.input_order]
+    return "f32" if _kernels.needs_f32(way.kind, way.attrs, dtype, taken, output) else dtype
+
+
 def plan_call(kind: str, names: Sequence[str], inputs: Sequence[Any],
               attrs: dict[str, Any]) -> CallPlan:
     """Check and lower one call of `kind` on `inputs` (named `names`; arrays, or
@@ -97,7 +118,14 @@ def plan_call(kind: str, names: Sequence[str], inputs: Sequence[Any],
     plan = shapes.plan(current, input_shapes, **attrs)
     native = _lowering.lower(plan, input_shapes)
     size = _cost.problem(plan, input_shapes)
-    way = _lowering.preferred(plan, input_shapes, native, dtype_name(dtype), flops=size.flops)
+    # The default rules are those of the dtype the op runs in: a bf16/f16 op that this
+    # CPU's oneDNN runs as the f32 chain is an f32 problem (unless the rule's
+    # formulation has a kernel of its own in the dtype, which f32 timings say nothing of).
+    name = dtype_name(dtype)
+    runs_in = _runs_in(native, name, plan, input_shapes)
+    way = _lowering.preferred(plan, input_shapes, native, runs_in, flops=size.flops)
+    if runs_in != name and way is not native and _runs_in(way, name, plan, input_shapes) == name:
+        way = _lowering.preferred(plan, input_shapes, native, name, flops=size.flops)
     result_shape, out_perm = tuple(plan.output_shape), None
     if legacy_filter is not None:
         weights_format, rank = attrs["weights_format"], len(result_shape)

@@ -1,0 +1,259 @@
+// The conversion of whole arrays (cast.hpp): the strided walk, the split over
+// threads, and the binding (_core.cast, _core.Cast, the paths).
+#include "cast.hpp"
+#include "buffers.hpp"
+#include "onednn_thread.hpp"
+#include "threads.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace onednn_graph {
+
+namespace {
+
+struct PairInfo {
+    const char *from, *to;
+    size_t from_size, to_size;
+};
+
+PairInfo info(CastPair pair) {
+    switch (pair) {
+    case CastPair::bf16_to_f32: return {"bf16", "f32", 2, 4};
+    case CastPair::f16_to_f32: return {"f16", "f32", 2, 4};
+    case CastPair::f32_to_bf16: return {"f32", "bf16", 4, 2};
+    case CastPair::f32_to_f16: return {"f32", "f16", 4, 2};
+    }
+    throw std::logic_error("unknown cast pair");
+}
+
+CastPair pair_of(const std::string &from, const std::string &to) {
+    if (from == "bf16" && to == "f32") return CastPair::bf16_to_f32;
+    if (from == "f16" && to == "f32") return CastPair::f16_to_f32;
+    if (from == "f32" && to == "bf16") return CastPair::f32_to_bf16;
+    if (from == "f32" && to == "f16") return CastPair::f32_to_f16;
+    throw py::value_error("the package converts bf16 or f16 to f32 and f32 to bf16 or f16, not "
+            + from + " to " + to);
+}
+
+const char *path_name(CastPath path) {
+    switch (path) {
+    case CastPath::portable: return "portable";
+    case CastPath::avx2: return "avx2";
+    case CastPath::avx512: return "avx512";
+    }
+    return "?";
+}
+
+CastPath path_of(const std::string &name) {
+    for (auto path : {CastPath::portable, CastPath::avx2, CastPath::avx512}) {
+        if (name != path_name(path)) continue;
+        if (!cast_path_available(path))
+            throw py::value_error("path '" + name + "' needs instructions this CPU lacks ("
+                    + (path == CastPath::avx2 ? "AVX2 and F16C" : "AVX-512 F, BW and VL") + ")");
+        return path;
+    }
+    throw py::value_error("path must be 'portable', 'avx2' or 'avx512', got '" + name + "'");
+}
+
+// Below this many elements a conversion runs on the calling thread: waking the
+// other threads costs more than they save (AVX2 EPYC and Sapphire Rapids, 2 cores).
+constexpr int64_t parallel_from = 1 << 16;
+// A thread converts rows in blocks of at most this many elements, so that one
+// long row (a contiguous array is one row) splits between threads too.
+constexpr int64_t block_elements = 1 << 14;
+// Strided rows go through buffers of this many elements on the stack.
+constexpr int64_t gather_elements = 512;
+
+// One axis of the walk: extent and byte strides of both arrays.
+struct Axis {
+    int64_t extent, src_stride, dst_stride;
+};
+
+// The axes of `job` that matter (extent > 1), the smallest |dst stride| last, with
+// axes that step through memory as one merged: a C-contiguous pair of arrays (or two
+// laid out in one same order) becomes a single row.
+std::vector<Axis> walk_axes(const CastJob &job) {
+    std::vector<Axis> axes;
+    for (size_t i = 0; i < job.shape.size(); ++i)
+        if (job.shape[i] > 1) axes.push_back({job.shape[i], job.src_strides[i], job.dst_strides[i]});
+    std::stable_sort(axes.begin(), axes.end(), [](const Axis &a, const Axis &b) {
+        return std::llabs(a.dst_stride) > std::llabs(b.dst_stride);
+    });
+    // Merge from the inside out: outer axis o and inner axis i are one when o steps
+    // exactly over i's extent in both arrays.
+    std::vector<Axis> out;
+    for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
+        if (!out.empty()) {
+            Axis &inner = out.back();
+            if (it->src_stride == inner.extent * inner.src_stride && it->dst_stride == inner.extent * inner.dst_stride) {
+                inner.extent *= it->extent;
+                continue;
+            }
+        }
+        out.push_back(*it);
+    }
+    std::reverse(out.begin(), out.end());
+    if (out.empty()) out.push_back({1, 0, 0}); // one element
+    return out;
+}
+
+// n elements of one row at the given byte strides.
+void convert_row(CastRow row, const PairInfo &p, const char *src, int64_t src_stride, char *dst,
+        int64_t dst_stride, int64_t n) {
+    const bool src_dense = src_stride == static_cast<int64_t>(p.from_size);
+    const bool dst_dense = dst_stride == static_cast<int64_t>(p.to_size);
+    if (src_dense && dst_dense) {
+        row(src, dst, static_cast<size_t>(n));
+        return;
+    }
+    alignas(64) char gathered[gather_elements * 4], converted[gather_elements * 4];
+    for (int64_t start = 0; start < n; start += gather_elements) {
+        const int64_t m = std::min(gather_elements, n - start);
+        const char *from = src + start * src_stride;
+        if (!src_dense) {
+            for (int64_t i = 0; i < m; ++i)
+                std::memcpy(gathered + i * p.from_size, from + i * src_stride, p.from_size);
+            from = gathered;
+        }
+        char *to = dst_dense ? dst + start * dst_stride : converted;
+        row(from, to, static_cast<size_t>(m));
+        if (!dst_dense)
+            for (int64_t i = 0; i < m; ++i)
+                std::memcpy(dst + (start + i) * dst_stride, converted + i * p.to_size, p.to_size);
+    }
+}
+
+} // namespace
+
+CastPath default_cast_path() {
+    static const CastPath chosen = [] { // oneDNN's ISA is fixed once it has been read
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto has = [isa](dnnl::cpu_isa wanted) {
+        const auto bits = static_cast<unsigned>(wanted);
+        return (isa & bits) == bits;
+    };
+    if (has(dnnl::cpu_isa::avx512_core) && cast_path_available(CastPath::avx512)) return CastPath::avx512;
+    if (has(dnnl::cpu_isa::avx2) && cast_path_available(CastPath::avx2)) return CastPath::avx2;
+    return CastPath::portable;
+    }();
+    return chosen;
+}
+
+CastJob cast_job(CastPair pair, py::handle src, py::handle dst, const std::string &who) {
+    const PairInfo p = info(pair);
+    if (!py::isinstance<py::array>(src)) throw py::type_error(who + ": the source must be a numpy.ndarray");
+    if (!py::isinstance<py::array>(dst)) throw py::type_error(who + ": the destination must be a numpy.ndarray");
+    const auto s = py::reinterpret_borrow<py::array>(src);
+    auto d = py::reinterpret_borrow<py::array>(dst);
+    if (!has_dtype(s, p.from))
+        throw py::type_error(who + ": the source must be " + p.from + ", got " + std::string(py::str(s.dtype())));
+    if (!has_dtype(d, p.to))
+        throw py::type_error(who + ": the destination must be " + p.to + ", got " + std::string(py::str(d.dtype())));
+    CastJob job;
+    job.pair = pair;
+    job.shape.assign(s.shape(), s.shape() + s.ndim());
+    if (dims(d.shape(), d.shape() + d.ndim()) != job.shape)
+        throw py::value_error(who + ": the source and destination shapes differ");
+    if (!d.writeable()) throw py::value_error(who + ": the destination is read-only");
+    if (overlaps(s, d)) throw py::value_error(who + ": the source and destination share memory");
+    job.src_strides.assign(s.strides(), s.strides() + s.ndim());
+    job.dst_strides.assign(d.strides(), d.strides() + d.ndim());
+    job.src = static_cast<const char *>(s.data());
+    job.dst = static_cast<char *>(d.mutable_data());
+    return job;
+}
+
+void run_cast(const CastJob &job, int threads, CastPath path) {
+    int64_t total = 1;
+    for (auto n : job.shape) total *= n;
+    if (total == 0) return;
+    const PairInfo p = info(job.pair);
+    const CastRow row = cast_row(job.pair, path);
+    const std::vector<Axis> axes = walk_axes(job);
+    const Axis inner = axes.back();
+    const std::vector<Axis> outer(axes.begin(), axes.end() - 1);
+    const int64_t rows = total / inner.extent;
+    const int64_t blocks = (inner.extent + block_elements - 1) / block_elements;
+    const int64_t tasks = rows * blocks;
+    auto work = [&](int i, int n) {
+        const int64_t first = tasks * i / n, last = tasks * (i + 1) / n;
+        if (first >= last) return;
+        // The row of `first` as an index over the outer axes, then stepped like an odometer.
+        std::vector<int64_t> index(outer.size());
+        int64_t r = first / blocks, src_off = 0, dst_off = 0;
+        for (size_t k = outer.size(); k-- > 0;) {
+            index[k] = r % outer[k].extent;
+            r /= outer[k].extent;
+            src_off += index[k] * outer[k].src_stride;
+            dst_off += index[k] * outer[k].dst_stride;
+        }
+        for (int64_t t = first; t < last; ++t) {
+            const int64_t b = t % blocks;
+            const int64_t start = b * block_elements, m = std::min(block_elements, inner.extent - start);
+            convert_row(row, p, job.src + src_off + start * inner.src_stride, inner.src_stride,
+                    job.dst + dst_off + start * inner.dst_stride, inner.dst_stride, m);
+            if (b + 1 < blocks) continue;
+            for (size_t k = outer.size(); k-- > 0;) { // the next row
+                src_off += outer[k].src_stride;
+                dst_off += outer[k].dst_stride;
+                if (++index[k] < outer[k].extent) break;
+                src_off -= index[k] * outer[k].src_stride;
+                dst_off -= index[k] * outer[k].dst_stride;
+                index[k] = 0;
+            }
+        }
+    };
+    if (total < parallel_from) {
+        work(0, 1);
+        return;
+    }
+    parallel(threads, work);
+}
+
+void bind_cast(py::module_ &m) {
+    py::class_<Cast>(m, "Cast",
+            "The package's conversion between f32 and bf16 / f16, as a step of an f32 chain.")
+            .def(py::init([](const std::string &from, const std::string &to, int threads) {
+                if (threads < 0) throw py::value_error("Cast: threads must be >= 0 (0: oneDNN's default)");
+                return Cast {pair_of(from, to), threads};
+            }), py::arg("source"), py::arg("target"), py::arg("threads") = 0)
+            .def_property_readonly("source", [](const Cast &c) { return info(c.pair).from; })
+            .def_property_readonly("target", [](const Cast &c) { return info(c.pair).to; })
+            .def_property_readonly("threads", [](const Cast &c) { return c.threads; })
+            .def("__call__", [](const Cast &c, py::handle src, py::handle dst) {
+                const CastJob job = cast_job(c.pair, src, dst, "Cast");
+                const CastPath path = default_cast_path();
+                without_gil([&] { on_onednn_thread([&] { run_cast(job, c.threads, path); }); });
+            }, py::arg("src"), py::arg("dst"), "Convert `src` into `dst` (any strides, the same shape).")
+            .def("__repr__", [](const Cast &c) {
+                return "Cast(" + std::string(info(c.pair).from) + " -> " + info(c.pair).to + ", threads="
+                        + std::to_string(c.threads) + ")";
+            });
+    m.def("cast", [](py::handle src, py::handle dst, int threads, const std::string &path) {
+        if (threads < 0) throw py::value_error("cast: threads must be >= 0 (0: oneDNN's default)");
+        const CastPath chosen = path.empty() ? default_cast_path() : path_of(path);
+        if (!py::isinstance<py::array>(src) || !py::isinstance<py::array>(dst))
+            throw py::type_error("cast: src and dst must be numpy.ndarray");
+        const CastPair pair = pair_of(table_dtype_name(py::reinterpret_borrow<py::array>(src)),
+                table_dtype_name(py::reinterpret_borrow<py::array>(dst)));
+        const CastJob job = cast_job(pair, src, dst, "cast");
+        without_gil([&] { on_onednn_thread([&] { run_cast(job, threads, chosen); }); });
+    }, py::arg("src"), py::arg("dst"), py::arg("threads") = 0, py::arg("path") = "",
+            "Convert `src` into `dst` between f32 and bf16 / f16 (one of them f32): upcasts exact, "
+            "downcasts rounded to nearest even, bit for bit ml_dtypes' and NumPy's astype. Any "
+            "strides; `threads` caps the threads (0: oneDNN's count); `path` forces 'portable', "
+            "'avx2' or 'avx512' (default: cast_path()).");
+    m.def("cast_path", [] { return path_name(default_cast_path()); },
+            "The code conversions run on here: 'avx512', 'avx2' (with F16C) or 'portable', the "
+            "widest this CPU has within oneDNN's ISA (ONEDNN_MAX_CPU_ISA caps both).");
+    m.def("cast_paths", [] {
+        std::vector<std::string> names;
+        for (auto path : {CastPath::portable, CastPath::avx2, CastPath::avx512})
+            if (cast_path_available(path)) names.push_back(path_name(path));
+        return names;
+    }, "Every path this CPU can run (cast(..., path=) takes them), whatever oneDNN's cap.");
+}
+
+} // namespace onednn_graph
