@@ -127,12 +127,15 @@ bool overlaps(const py::array &a, const py::array &b) {
     return py::module_::import("numpy").attr("shares_memory")(a, b).cast<bool>();
 }
 
-bool has_dtype(const py::array &a, const char *name) {
+PyObject *table_dtype(const char *name) {
     const py::handle table = dtype_table;
-    const py::handle wanted = table[py::str(name)];
+    return table[py::str(name)].ptr(); // the table holds it for the process's life
+}
+
+bool has_dtype(const py::array &a, PyObject *dtype) {
     // The same dtype object in the common case; an equal one (another instance) otherwise.
     const auto *raw = py::detail::array_proxy(a.ptr());
-    return reinterpret_cast<PyObject *>(raw->descr) == wanted.ptr() || a.dtype().equal(wanted);
+    return reinterpret_cast<PyObject *>(raw->descr) == dtype || a.dtype().equal(py::handle(dtype));
 }
 
 std::string table_dtype_name(const py::array &a) {

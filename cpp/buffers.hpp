@@ -35,8 +35,12 @@ inline bool exact_array(py::handle o) {
 // (exact) only when the bounds meet.
 bool overlaps(const py::array &a, const py::array &b);
 
-// Whether `a` has the dtype the package's table names `name` ("f32", "bf16", ...).
-bool has_dtype(const py::array &a, const char *name);
+// The dtype the package's table names `name` ("f32", "bf16", ...), borrowed from the
+// table, which is never released: look it up once and keep the pointer.
+PyObject *table_dtype(const char *name);
+
+// Whether `a` has `dtype` (a table_dtype).
+bool has_dtype(const py::array &a, PyObject *dtype);
 
 // The table's name of `a`'s dtype, or NumPy's name of it when the table has none.
 std::string table_dtype_name(const py::array &a);

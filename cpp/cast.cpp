@@ -16,16 +16,18 @@ namespace {
 struct PairInfo {
     const char *from, *to;
     size_t from_size, to_size;
+    PyObject *from_dtype, *to_dtype; // the package's dtype objects (table_dtype)
 };
 
-PairInfo info(CastPair pair) {
-    switch (pair) {
-    case CastPair::bf16_to_f32: return {"bf16", "f32", 2, 4};
-    case CastPair::f16_to_f32: return {"f16", "f32", 2, 4};
-    case CastPair::f32_to_bf16: return {"f32", "bf16", 4, 2};
-    case CastPair::f32_to_f16: return {"f32", "f16", 4, 2};
-    }
-    throw std::logic_error("unknown cast pair");
+const PairInfo &info(CastPair pair) {
+    // Made on first use, after the module has loaded the dtype table.
+    static const PairInfo pairs[4] = {
+            {"bf16", "f32", 2, 4, table_dtype("bf16"), table_dtype("f32")},
+            {"f16", "f32", 2, 4, table_dtype("f16"), table_dtype("f32")},
+            {"f32", "bf16", 4, 2, table_dtype("f32"), table_dtype("bf16")},
+            {"f32", "f16", 4, 2, table_dtype("f32"), table_dtype("f16")},
+    };
+    return pairs[static_cast<int>(pair)];
 }
 
 CastPair pair_of(const std::string &from, const std::string &to) {
@@ -66,37 +68,46 @@ constexpr int64_t block_elements = 1 << 14;
 // Strided rows go through buffers of this many elements on the stack.
 constexpr int64_t gather_elements = 512;
 
-// One axis of the walk: extent and byte strides of both arrays.
-struct Axis {
-    int64_t extent, src_stride, dst_stride;
-};
-
-// The axes of `job` that matter (extent > 1), the smallest |dst stride| last, with
-// axes that step through memory as one merged: a C-contiguous pair of arrays (or two
-// laid out in one same order) becomes a single row.
-std::vector<Axis> walk_axes(const CastJob &job) {
-    std::vector<Axis> axes;
-    for (size_t i = 0; i < job.shape.size(); ++i)
-        if (job.shape[i] > 1) axes.push_back({job.shape[i], job.src_strides[i], job.dst_strides[i]});
-    std::stable_sort(axes.begin(), axes.end(), [](const Axis &a, const Axis &b) {
-        return std::llabs(a.dst_stride) > std::llabs(b.dst_stride);
-    });
-    // Merge from the inside out: outer axis o and inner axis i are one when o steps
-    // exactly over i's extent in both arrays.
-    std::vector<Axis> out;
-    for (auto it = axes.rbegin(); it != axes.rend(); ++it) {
-        if (!out.empty()) {
-            Axis &inner = out.back();
-            if (it->src_stride == inner.extent * inner.src_stride && it->dst_stride == inner.extent * inner.dst_stride) {
-                inner.extent *= it->extent;
+// Fills `job`'s walk from the arrays' axes (extent, src stride, dst stride): axes of
+// extent 1 dropped, the smallest |dst stride| innermost (so that writes run along
+// rows), then merged from the inside out where the outer axis steps exactly over
+// the inner one's extent in both arrays.
+void plan_walk(CastJob &job, const py::array &s, const py::array &d, const std::string &who) {
+    const auto c_order = py::array::c_style;
+    if ((s.flags() & c_order) && (d.flags() & c_order)) { // the usual case: one row
+        job.axes = 1;
+        job.axis[0] = {job.total, static_cast<int64_t>(s.itemsize()), static_cast<int64_t>(d.itemsize())};
+        return;
+    }
+    CastAxis axes[64]; // NumPy's most
+    int n = 0;
+    for (py::ssize_t i = 0; i < s.ndim(); ++i) {
+        if (s.shape(i) <= 1) continue;
+        // Insertion by |dst stride|, largest first, stable: a handful of axes.
+        const CastAxis a {s.shape(i), s.strides(i), d.strides(i)};
+        int at = n++;
+        for (; at > 0 && std::llabs(axes[at - 1].dst_stride) < std::llabs(a.dst_stride); --at) axes[at] = axes[at - 1];
+        axes[at] = a;
+    }
+    CastAxis merged[64];
+    int m = 0;
+    for (int i = n - 1; i >= 0; --i) { // innermost first
+        if (m > 0) {
+            CastAxis &inner = merged[m - 1];
+            if (axes[i].src_stride == inner.extent * inner.src_stride
+                    && axes[i].dst_stride == inner.extent * inner.dst_stride) {
+                inner.extent *= axes[i].extent;
                 continue;
             }
         }
-        out.push_back(*it);
+        merged[m++] = axes[i];
     }
-    std::reverse(out.begin(), out.end());
-    if (out.empty()) out.push_back({1, 0, 0}); // one element
-    return out;
+    if (m == 0) merged[m++] = {1, static_cast<int64_t>(s.itemsize()), static_cast<int64_t>(d.itemsize())};
+    if (m > max_cast_axes)
+        throw py::value_error(who + ": the arrays have more than " + std::to_string(max_cast_axes)
+                + " axes that do not lie in memory together");
+    job.axes = m;
+    for (int i = 0; i < m; ++i) job.axis[i] = merged[m - 1 - i]; // outermost first
 }
 
 // n elements of one row at the given byte strides.
@@ -142,48 +153,45 @@ CastPath default_cast_path() {
 }
 
 CastJob cast_job(CastPair pair, py::handle src, py::handle dst, const std::string &who) {
-    const PairInfo p = info(pair);
+    const PairInfo &p = info(pair);
     if (!py::isinstance<py::array>(src)) throw py::type_error(who + ": the source must be a numpy.ndarray");
     if (!py::isinstance<py::array>(dst)) throw py::type_error(who + ": the destination must be a numpy.ndarray");
     const auto s = py::reinterpret_borrow<py::array>(src);
     auto d = py::reinterpret_borrow<py::array>(dst);
-    if (!has_dtype(s, p.from))
+    if (!has_dtype(s, p.from_dtype))
         throw py::type_error(who + ": the source must be " + p.from + ", got " + std::string(py::str(s.dtype())));
-    if (!has_dtype(d, p.to))
+    if (!has_dtype(d, p.to_dtype))
         throw py::type_error(who + ": the destination must be " + p.to + ", got " + std::string(py::str(d.dtype())));
     CastJob job;
     job.pair = pair;
-    job.shape.assign(s.shape(), s.shape() + s.ndim());
-    if (dims(d.shape(), d.shape() + d.ndim()) != job.shape)
+    if (s.ndim() != d.ndim() || !std::equal(s.shape(), s.shape() + s.ndim(), d.shape()))
         throw py::value_error(who + ": the source and destination shapes differ");
     if (!d.writeable()) throw py::value_error(who + ": the destination is read-only");
     if (overlaps(s, d)) throw py::value_error(who + ": the source and destination share memory");
-    job.src_strides.assign(s.strides(), s.strides() + s.ndim());
-    job.dst_strides.assign(d.strides(), d.strides() + d.ndim());
+    job.total = s.size();
+    plan_walk(job, s, d, who);
     job.src = static_cast<const char *>(s.data());
     job.dst = static_cast<char *>(d.mutable_data());
     return job;
 }
 
 void run_cast(const CastJob &job, int threads, CastPath path) {
-    int64_t total = 1;
-    for (auto n : job.shape) total *= n;
-    if (total == 0) return;
-    const PairInfo p = info(job.pair);
+    if (job.total == 0) return;
+    const PairInfo &p = info(job.pair);
     const CastRow row = cast_row(job.pair, path);
-    const std::vector<Axis> axes = walk_axes(job);
-    const Axis inner = axes.back();
-    const std::vector<Axis> outer(axes.begin(), axes.end() - 1);
-    const int64_t rows = total / inner.extent;
+    const CastAxis &inner = job.axis[job.axes - 1];
+    const CastAxis *outer = job.axis;
+    const int depth = job.axes - 1; // outer axes
+    const int64_t rows = job.total / inner.extent;
     const int64_t blocks = (inner.extent + block_elements - 1) / block_elements;
     const int64_t tasks = rows * blocks;
     auto work = [&](int i, int n) {
         const int64_t first = tasks * i / n, last = tasks * (i + 1) / n;
         if (first >= last) return;
         // The row of `first` as an index over the outer axes, then stepped like an odometer.
-        std::vector<int64_t> index(outer.size());
+        int64_t index[max_cast_axes];
         int64_t r = first / blocks, src_off = 0, dst_off = 0;
-        for (size_t k = outer.size(); k-- > 0;) {
+        for (int k = depth; k-- > 0;) {
             index[k] = r % outer[k].extent;
             r /= outer[k].extent;
             src_off += index[k] * outer[k].src_stride;
@@ -195,7 +203,7 @@ void run_cast(const CastJob &job, int threads, CastPath path) {
             convert_row(row, p, job.src + src_off + start * inner.src_stride, inner.src_stride,
                     job.dst + dst_off + start * inner.dst_stride, inner.dst_stride, m);
             if (b + 1 < blocks) continue;
-            for (size_t k = outer.size(); k-- > 0;) { // the next row
+            for (int k = depth; k-- > 0;) { // the next row
                 src_off += outer[k].src_stride;
                 dst_off += outer[k].dst_stride;
                 if (++index[k] < outer[k].extent) break;
@@ -205,7 +213,7 @@ void run_cast(const CastJob &job, int threads, CastPath path) {
             }
         }
     };
-    if (total < parallel_from) {
+    if (job.total < parallel_from) {
         work(0, 1);
         return;
     }

@@ -11,13 +11,26 @@ namespace onednn_graph {
 // (ONEDNN_MAX_CPU_ISA included) allows, so that a cap lowers both alike.
 CastPath default_cast_path();
 
+// The most axes of extent > 1 a conversion walks after merging those that step
+// through memory together (a tensor of oneDNN has at most 12 axes).
+constexpr int max_cast_axes = 16;
+
+// One axis of a conversion's walk: extent and byte strides in both arrays.
+struct CastAxis {
+    int64_t extent, src_stride, dst_stride;
+};
+
 // What one conversion reads and writes, taken from checked arrays (with the GIL);
-// running it needs no Python object.
+// running it needs no Python object and allocates nothing.
 struct CastJob {
-    CastPair pair;
+    CastPair pair = CastPair::bf16_to_f32;
     const char *src = nullptr;
     char *dst = nullptr;
-    dims shape, src_strides, dst_strides; // strides in bytes
+    int64_t total = 0; // elements
+    // The walk, outermost first; the last axis is a row (merged axes: a C-contiguous
+    // pair of arrays, or two laid out in one same order, is one row).
+    int axes = 0;
+    CastAxis axis[max_cast_axes];
 };
 
 // Checks `src` and `dst` for a conversion of `pair` and describes it: both numpy
