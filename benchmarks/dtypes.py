@@ -1,46 +1,98 @@
-"""The functional API's time per call of each op in f32, bf16 and f16 on one shape
-(4x48x20x20 -> 24 channels, k3 s2 p1, NXC, the `odd-48` shape of
-alternative_lowerings.py), and how each ran on this CPU: natively, or in f32
-between oneDNN TypeCasts where its oneDNN has no kernel for the dtype, or only
-the reference one (onednn_graph._kernels, onednn_graph._as_f32).
+"""Each op's time per call in bf16 and f16 against the same call in f32, on the
+suite's cases (suite.CASES: 8 shapes x 4 ops x NCX/NXC), and how each ran on this
+CPU: natively, or in f32 between TypeCasts where its oneDNN has no kernel for the
+dtype (or only the reference one), with the casts converted by oneDNN or by the
+package (onednn_graph._impl.as_f32, _impl.casts).
 
-    python benchmarks/dtypes.py      # quiet machine, ~10 s
+    python benchmarks/dtypes.py                      # quiet machine, about 3 minutes
+    python benchmarks/dtypes.py --cases tiny,unet-2 --out docs/benchmarks/<name>.md
+    ONEDNN_MAX_CPU_ISA=AVX2 python benchmarks/dtypes.py   # what an AVX2 CPU gets
+
+Times are the best of --rounds batches (about 20 ms each), the dtypes of one
+configuration measured in turn within each round, so that their ratio is taken side
+by side. The report gives, per low-precision dtype, the median and worst ratio to
+f32 and the configurations over 2x (issue 27's goals: median at most 1.25, none over
+2, the tiny case within 1.25).
 """
 
+import argparse
+import sys
 import time
 
 import numpy as np
 
-from alternative_lowerings import HELD_OUT  # this script's directory is on sys.path
 import onednn_graph as og
 import suite
 from onednn_graph._impl import version as _version
 
-CASE = next(c for c in HELD_OUT if c.name == "odd-48")
 DTYPES = ("f32", "bf16", "f16")
 
 
-def main() -> None:
+def _how(lowering: str) -> str:
+    """A lowering text cut to what this report is about."""
+    if "TypeCasts" not in lowering:
+        return "native"
+    return "f32 chain, " + ("package casts" if "by the package" in lowering else "oneDNN casts")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks/dtypes.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default="", help="comma-separated case names (default all)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--out", default=None, help="also write the report here")
+    args = parser.parse_args(argv)
+    wanted = set(filter(None, args.cases.split(",")))
+    cases = [c for c in suite.CASES if not wanted or c.name in wanted]
     v = og.onednn_version()
-    print(f"Measured on {_version.cpu_model()} (oneDNN ISA {og.cpu_isa()}); oneDNN {v.major}.{v.minor}.{v.patch}, {CASE.name}, NXC; "
-          "median ms per call of 7 batches.\n")
-    print("| op | f32 ms | bf16 ms | f16 ms | bf16 runs | f16 runs |")
-    print("|---|---|---|---|---|---|")
-    for kind in suite.OPS:
-        ms, how = {}, {}
-        for dtype in DTYPES:
-            p = suite.problem(CASE, kind, dtype, "NXC")
-            call = lambda: p.function(*p.arrays, **p.kwargs, out=p.out)  # noqa: E731
-            n = max(1, int(0.05 / max(1e-6, suite._timed(call, 1))))
-            samples = []
-            for _ in range(7):
-                time.sleep(0.01)
-                samples.append(suite._timed(call, n))
-            ms[dtype] = float(np.median(samples)) * 1e3
-            how[dtype] = og.cached_ops()[-1].lowering
-        print(f"| {kind} | {ms['f32']:.3f} | {ms['bf16']:.3f} | {ms['f16']:.3f} | {how['bf16']} | "
-              f"{how['f16']} |", flush=True)
+    start = time.perf_counter()
+    rows = []
+    for c in cases:
+        for kind in suite.OPS:
+            for fmt in suite.FORMATS:
+                calls, how = {}, {}
+                for dtype in DTYPES:
+                    p = suite.problem(c, kind, dtype, fmt)
+                    calls[dtype] = (lambda p=p: p.function(*p.arrays, **p.kwargs, out=p.out))
+                    calls[dtype]()
+                    how[dtype] = _how(og.cached_ops()[-1].lowering)
+                counts = {d: max(1, int(0.02 / max(1e-6, suite._timed(f, 1)))) for d, f in calls.items()}
+                best = {d: float("inf") for d in DTYPES}
+                for _ in range(args.rounds):
+                    for d in DTYPES:
+                        best[d] = min(best[d], suite._timed(calls[d], counts[d]))
+                rows.append(dict(case=c.name, kind=kind, format=fmt, ms={d: best[d] * 1e3 for d in DTYPES},
+                                 how=how))
+                print(f"{c.name} {suite.SHORT[kind]} {fmt}: " + ", ".join(
+                    f"{d} {best[d] * 1e3:.3f} ms ({how[d]})" for d in DTYPES), file=sys.stderr)
+    lines = [f"`python benchmarks/dtypes.py` on {_version.cpu_model()}, 2 threads, oneDNN ISA "
+             f"`{og.cpu_isa()}` (package casts: `{og._core.cast_path()}`), oneDNN "
+             f"{v.major}.{v.minor}.{v.patch}; {len(rows)} configurations in "
+             f"{time.perf_counter() - start:.0f} s; best of {args.rounds} side-by-side rounds.", ""]
+    for dtype in DTYPES[1:]:
+        ratios = [(r["ms"][dtype] / r["ms"]["f32"], r) for r in rows]
+        q = [x for x, _ in ratios]
+        over = sorted(((x, r) for x, r in ratios if x > 2), key=lambda t: -t[0])
+        tiny = [x for x, r in ratios if r["case"] == "tiny"]
+        runs = sorted({r["how"][dtype] for r in rows})
+        lines.append(f"* {dtype} / f32: median {float(np.median(q)):.2f}, worst {max(q):.2f}, over 2x "
+                     f"{len(over)} of {len(q)}" + (" (" + ", ".join(
+                         f"{r['case']} {suite.SHORT[r['kind']]} {r['format']} {x:.2f}x" for x, r in over)
+                         + ")" if over else "") + (f"; tiny {min(tiny):.2f}-{max(tiny):.2f}" if tiny else "")
+                     + f"; runs as: {', '.join(runs)}.")
+    lines += ["", "| case | op | format | f32 ms | bf16 ms | f16 ms | bf16/f32 | f16/f32 | bf16 runs | f16 runs |",
+              "|" + "---|" * 10]
+    for r in rows:
+        ms = r["ms"]
+        lines.append(f"| {r['case']} | {suite.SHORT[r['kind']]} | {r['format']} | {ms['f32']:.3f} | "
+                     f"{ms['bf16']:.3f} | {ms['f16']:.3f} | {ms['bf16'] / ms['f32']:.2f} | "
+                     f"{ms['f16'] / ms['f32']:.2f} | {r['how']['bf16']} | {r['how']['f16']} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

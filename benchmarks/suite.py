@@ -497,6 +497,7 @@ def goals(rows: list[dict[str, Any]]) -> list[str]:
         out.append(f"* Tiny case, functional minus C++: median {float(np.median(added)):.1f} us "
                    f"(range {min(added):.1f} to {max(added):.1f}); faster than PyTorch in "
                    f"{faster} of {sum(bool(r.get('torch')) for r in tiny)}.")
+    out += low_precision_goal(rows)
     warm = [r for r in rows if r.get("tune_warm") and r.get("tuned")]
     if warm:
         out.append(f"* `compile_op(tune=True)` with the decision in the tuning database, from empty "
@@ -510,6 +511,27 @@ def goals(rows: list[dict[str, Any]]) -> list[str]:
         out.append(f"* First call minus the C++ program's first call (graph to compiled partition, "
                    f"one execution): median {float(np.median(extra)):.2f} ms, "
                    f"{sum(e <= 1.0 for e in extra)} of {len(extra)} within 1 ms.")
+    return out
+
+
+def low_precision_goal(rows: list[dict[str, Any]]) -> list[str]:
+    """Each bf16/f16 configuration's time over the same configuration's f32 time
+    (issue 27: median at most 1.25, none over 2, the tiny ones within 1.25)."""
+    f32 = {(r["case"], r["kind"], r["format"]): r["functional"] for r in rows if r["dtype"] == "f32"}
+    out = []
+    for dtype in ("bf16", "f16"):
+        pairs = [(r["functional"] / f32[key], r) for r in rows if r["dtype"] == dtype
+                 and (key := (r["case"], r["kind"], r["format"])) in f32]
+        if not pairs:
+            continue
+        ratios = [q for q, _ in pairs]
+        over = sorted(((q, r) for q, r in pairs if q > 2), key=lambda p: -p[0])
+        tiny = [q for q, r in pairs if r["case"] == "tiny"]
+        out.append(f"* {dtype} time / the same configuration's f32 time: median "
+                   f"{float(np.median(ratios)):.2f}, worst {max(ratios):.2f}; over 2x: {len(over)} of "
+                   f"{len(pairs)}" + (" (" + ", ".join(f"{r['case']} {SHORT[r['kind']]} {r['format']} "
+                                                       f"{q:.2f}x" for q, r in over) + ")" if over else "")
+                   + (f"; tiny {min(tiny):.2f}-{max(tiny):.2f}" if tiny else "") + ".")
     return out
 
 
@@ -568,7 +590,7 @@ def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], second
         lines.append("Practical peak (a 2048^3 MatMul partition through the C++ API): " + ", ".join(
             f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items() if v) + ".")
         lines.append("")
-    for dtype in ("f32", "bf16"):
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
         sel = [r for r in rows if r["dtype"] == dtype]
         vs_torch = [r["functional"] / r["torch"] for r in sel if r.get("torch")]
         vs_cpp = [r["functional"] / r["cpp"] for r in sel if r.get("cpp")]

@@ -13,10 +13,10 @@ from typing import Any, Optional, Sequence, TypeVar, Union
 import numpy as np
 
 from . import _core, shapes
-from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, dtypes as _dtypes,
-                    json_format as _json_format, kept_apart as _kept_apart, kernels as _kernels,
-                    lowering as _lowering, plan as _plan, registry as _registry,
-                    version as _version)
+from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, casts as _casts,
+                    dtypes as _dtypes, json_format as _json_format, kept_apart as _kept_apart,
+                    kernels as _kernels, lowering as _lowering, plan as _plan,
+                    registry as _registry, version as _version)
 from .errors import Error, UnsupportedError
 
 __all__ = ["Op", "Graph", "Partition", "CompiledPartition", "Tensor", "LogicalTensor", "Engine",
@@ -348,6 +348,15 @@ class CompiledPartition:
         """Whether it runs in f32 between TypeCasts (this CPU's oneDNN has no kernel
         for an op of it in its bf16/f16 dtype, or only the reference kernel)."""
         return isinstance(self._native, _as_f32.Chain)
+
+    @property
+    def conversions(self) -> Optional[str]:
+        """Who converts the TypeCasts of a partition that runs in f32 (``runs_in_f32``):
+        the package where oneDNN's reorder for them is not a jit one, else oneDNN;
+        None for a partition that runs natively."""
+        if not isinstance(self._native, _as_f32.Chain):
+            return None
+        return _casts.describe(self._native.converters)
 
     def query_logical_tensor(self, id: int) -> _core.LogicalTensor:
         runner = self._native

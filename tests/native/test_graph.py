@@ -159,6 +159,13 @@ def test_a_low_precision_partition_runs_on_any_cpu(rng, dtype):
     native = dict(attrs, auto_pad="None", groups=1)
     assert cp.runs_in_f32 == _kernels.needs_f32("ConvTranspose", native, dtype,
                                                 [x.shape, w.shape], out_lt.shape)
+    # Who converts: the package exactly where oneDNN's reorder for the pair is not jit.
+    onednn_reorder = og._core.reorder_impl(dtype, "f32", list(x.shape), [60, 12, 3, 1], [60, 12, 3, 1])
+    if cp.runs_in_f32:
+        assert cp.conversions.startswith("converted by the package" if not onednn_reorder.startswith("jit")
+                                         else "converted by oneDNN"), cp.conversions
+    else:
+        assert cp.conversions is None
     out = np.full(out_lt.shape, np.nan, x.dtype)
     cp.execute(STREAM, [og.Tensor(lts[0], ENGINE, x), og.Tensor(lts[1], ENGINE, w)],
                [og.Tensor(out_lt, ENGINE, out)])
@@ -187,6 +194,13 @@ def test_a_fused_low_precision_partition_runs_on_any_cpu(rng):
     for p in g.get_partitions():
         ins, outs = list(p.input_ports), list(p.output_ports)
         cp = p.compile(ins, outs, ENGINE)
+        if cp.runs_in_f32:
+            # The ops of a fused partition stay fused in f32: one f32 partition
+            # between the casts.
+            chain = cp._native
+            compiled = [s for s in chain.steps if isinstance(s[0], og._core.CompiledPartition)]
+            onednn_casts = sum(not c.by_package for c in chain.converters)
+            assert len(compiled) - onednn_casts == 1, (p.op_ids, chain.steps)
         cp.execute(STREAM, [og.Tensor(t, ENGINE, arrays[t.id]) for t in ins],
                    [og.Tensor(t, ENGINE, arrays[t.id]) for t in outs])
     ct = og.conv_transpose(x, w, strides=2)

@@ -52,3 +52,14 @@ def test_one_measurement_and_its_report():
              gflops=suite.flops(tiny) / r["functional"] / 1e9)
     text = suite.report([r], {"f32": None}, 1.0, [], rounds=1)
     assert "| tiny | CT | f32 | NXC |" in text and math.isfinite(r["gflops"])
+
+
+def test_the_low_precision_goal_compares_each_configuration_with_its_f32_twin():
+    def row(case, dtype, seconds):
+        return dict(case=case, kind="ConvTranspose", format="NXC", dtype=dtype, functional=seconds)
+
+    rows = [row("tiny", "f32", 1.0), row("tiny", "bf16", 1.2), row("unet-2", "f32", 2.0),
+            row("unet-2", "bf16", 5.0), row("depthwise", "f32", 1.0), row("depthwise", "bf16", 1.0)]
+    [line] = suite.low_precision_goal(rows)
+    assert line == ("* bf16 time / the same configuration's f32 time: median 1.20, worst 2.50; "
+                    "over 2x: 1 of 3 (unet-2 CT NXC 2.50x); tiny 1.20-1.20.")

@@ -2,9 +2,9 @@
 for them in that dtype, or only its reference kernel (``_impl.kernels`` asks).
 
 A ``Chain`` runs ops as oneDNN partitions on f32 tensors: a TypeCast of each
-bf16/f16 input to f32, the ops in f32, a TypeCast of each bf16/f16 output back
-(3.2 keeps each op in a partition of its own under the "debug" policy used
-here). It computes what a native kernel of the dtype computes: a product of two
+bf16/f16 input to f32, the ops in f32 (fused as their bf16/f16 partition was: a
+ConvTranspose with its bias and post-ops stays one partition), a TypeCast of each
+bf16/f16 output back. It computes what a native kernel of the dtype computes: a product of two
 bf16 or f16 values is exact in f32, the sums accumulate in f32 as oneDNN's
 bf16/f16 kernels do, and the result is rounded to the dtype once. The cost is
 memory: f32 copies of the inputs and the results, made once per thread that
@@ -114,8 +114,8 @@ def widen(ops: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any],
 
 
 class Chain:
-    """Native ops on bf16/f16 tensors, run in f32 between TypeCasts: each op one
-    compiled oneDNN partition, executed in dependency order.
+    """Native ops on bf16/f16 tensors, run in f32 between TypeCasts: the ops' f32
+    partitions and the casts, executed in dependency order.
 
     `inputs` and `outputs` are the chain's boundary (the caller's tensors, of
     known shapes); ``execute`` takes arrays for them in that order. `constants`
@@ -128,10 +128,20 @@ class Chain:
         self.inputs, self.outputs = list(inputs), list(outputs)
         constant_ids = {self.inputs[i].id for i in (constants or {})}
         self.ops = widen(ops, self.inputs, self.outputs, tuple(constant_ids))
-        graph = _core.Graph("cpu", fpmath_mode)
+        originals = {op.id for op in ops}
+        # The ops in f32 are one graph, partitioned as the caller's were: several ops
+        # come from oneDNN's fusion policy, and fuse again in f32 (a ConvTranspose with
+        # its bias and post-ops is one partition); one op takes the "debug" policy,
+        # which skips the pattern matching. The TypeCasts widen() added stay out of it,
+        # so that no low-precision pattern takes one in: each is converted by the
+        # package, or is a partition of its own (_cast_step).
+        body = _core.Graph("cpu", fpmath_mode)
         for op in self.ops:
-            graph.add_op(op)
-        graph.finalize()
+            if op.id in originals:
+                body.add_op(op)
+        body.finalize()
+        pending: list[Any] = [op for op in self.ops if op.id not in originals]
+        pending += body.get_partitions("fusion" if len(ops) > 1 else "debug")
         declared = {t.id: t for op in self.ops for t in op.inputs + op.outputs}
         known = {t.id: t for t in self.inputs}
         # id -> array fixed for the chain's life: constant inputs and their f32 copies.
@@ -139,39 +149,28 @@ class Chain:
         # (a CompiledPartition or a _core.Cast, input ids, output ids), in order.
         self.steps: list[tuple[Any, list[int], list[int]]] = []
         self.threads = 0
-        by_id = {op.id: op for op in self.ops}
-        added = set(by_id) - {op.id for op in ops}  # the TypeCasts widen() put around the ops
-        #: Who converts each of those casts (``_impl.casts``), in the order they run.
+        #: Who converts each of the TypeCasts (``_impl.casts``), in the order they run.
         self.converters: list[_casts.Converter] = []
-        pending = list(graph.get_partitions("debug"))  # one op each
         while pending:
-            ready = [p for p in pending if all(t.id in known for t in p.input_ports)]
-            if not ready or not ready[0].is_supported:
+            unit = next((u for u in pending if all(t.id in known for t in _ports(u)[0])), None)
+            if unit is None or (isinstance(unit, _core.Partition) and not unit.is_supported):
                 raise Error(f"oneDNN cannot partition the f32 form of {[op.kind for op in ops]}",
                             "unimplemented")
-            part = ready[0]
-            pending.remove(part)
-            ins = [known[t.id] for t in part.input_ports]
-            outs = [declared[t.id] for t in part.output_ports]
-            runner: Any = None
-            if len(part.op_ids) == 1 and part.op_ids[0] in added:
-                target = outs[0]
-                if not known_shape(target) or target.strides is None:
-                    # A result of unknown shape: the cast's (C-contiguous, as oneDNN
-                    # infers an output of unknown layout).
-                    target = _core.LogicalTensor(target.id, target.dtype, ins[0].shape,
-                                                 dense_strides(ins[0].shape))
-                converter = _casts.converter(ins[0], target)
-                self.converters.append(converter)
-                if converter.by_package:
-                    runner = _core.Cast(ins[0].dtype, target.dtype, threads)
-                    known[target.id] = target
-            if runner is None:
-                runner = part.compile(ins, outs, _compiled.engine(), threads)
-                self.threads = max(self.threads, runner.threads)
-                for t in part.output_ports:
+            pending.remove(unit)
+            in_ports, out_ports = _ports(unit)
+            ins = [known[t.id] for t in in_ports]
+            if isinstance(unit, _core.Partition):
+                runner = unit.compile(ins, [declared[t.id] for t in out_ports], _compiled.engine(),
+                                      threads)
+                for t in out_ports:
                     known[t.id] = runner.query_logical_tensor(t.id)
-            in_ids, out_ids = [t.id for t in ins], [t.id for t in part.output_ports]
+            else:
+                runner, known[out_ports[0].id], converter = _cast_step(unit, ins[0], threads,
+                                                                       fpmath_mode)
+                self.converters.append(converter)
+            if isinstance(runner, _core.CompiledPartition):
+                self.threads = max(self.threads, runner.threads)
+            in_ids, out_ids = [t.id for t in ins], [t.id for t in out_ports]
             if in_ids and all(i in self.fixed for i in in_ids):  # a constant's cast: once
                 results = [_compiled.array_for(known[i]) for i in out_ids]
                 _run(runner, [self.fixed[i] for i in in_ids], results)
@@ -213,6 +212,33 @@ class Chain:
         return _core.ChainCall([(c, ins, outs) for c, ins, outs in self.steps], slots,
                                self.outputs[0].id, dict(self.fixed), self.scratch_ids, self.scratch,
                                list(shape), dtype)
+
+
+def _ports(unit: Any) -> tuple[list[Any], list[Any]]:
+    """(inputs, outputs) of a pending unit of a chain: a TypeCast op or a partition."""
+    if isinstance(unit, _core.Partition):
+        return list(unit.input_ports), list(unit.output_ports)
+    return list(unit.inputs), list(unit.outputs)
+
+
+def _cast_step(cast: Any, source: Any, threads: int, fpmath_mode: str) -> tuple[Any, Any, Any]:
+    """(runner, its result's logical tensor, converter) of a chain's TypeCast `cast`
+    from `source` (compiled): the package's conversion where oneDNN's reorder for the
+    pair is not a jit one (``_impl.casts``), else the TypeCast compiled alone."""
+    target = cast.outputs[0]
+    if not known_shape(target) or target.strides is None:
+        # A result of unknown shape: the cast's (C-contiguous, as oneDNN infers an
+        # output of unknown layout).
+        target = _core.LogicalTensor(target.id, target.dtype, source.shape, dense_strides(source.shape))
+    converter = _casts.converter(source, target)
+    if converter.by_package:
+        return _core.Cast(source.dtype, target.dtype, threads), target, converter
+    graph = _core.Graph("cpu", fpmath_mode)
+    graph.add_op(cast)
+    graph.finalize()
+    [part] = graph.get_partitions("debug")
+    compiled = part.compile([source], [target], _compiled.engine(), threads)
+    return compiled, compiled.query_logical_tensor(target.id), converter
 
 
 def _run(runner: Any, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]) -> None:

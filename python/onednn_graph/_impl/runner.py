@@ -264,7 +264,7 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
                         if getattr(n, "lowering", "native") != "native"]
     result.lowerings += [f"op(s) {', '.join(map(str, sorted(p.op_ids)))}: in f32 between "
                          f"TypeCasts (no kernel for the dtype on {_core.cpu_isa()}, or only "
-                         "the reference one)" for p, (c, _, _) in zip(partitions, steps)
+                         f"the reference one), {c.conversions}" for p, (c, _, _) in zip(partitions, steps)
                          if c.runs_in_f32]
     result.flops = sum(_cost.problem(c.plan, c.input_shapes).flops for c in calls.values())
     if epilogue and not perf:
