@@ -91,16 +91,16 @@ ONEDNN_GRAPH_AVX2 void avx2_bf16_to_f32(const void *src, void *dst, size_t n) {
     portable_bf16_to_f32(s + i, d + i, n - i);
 }
 
-// f32_to_bf16_bits on 8 lanes; the results (<= 0xffff) in 32-bit lanes.
+// f32 rounded to nearest even on the 16 bits dropped, for 8 lanes that hold no NaN;
+// the results (<= 0xffff) in 32-bit lanes.
 ONEDNN_GRAPH_AVX2 inline __m256i avx2_bf16_lanes(__m256i f) {
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(1));
-    const __m256i rounded = _mm256_srli_epi32(
-            _mm256_add_epi32(_mm256_add_epi32(f, _mm256_set1_epi32(0x7fff)), lsb), 16);
+    return _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(f, _mm256_set1_epi32(0x7fff)), lsb), 16);
+}
+
+ONEDNN_GRAPH_AVX2 inline bool avx2_any_nan(__m256i f) {
     const __m256i magnitude = _mm256_and_si256(f, _mm256_set1_epi32(0x7fffffff));
-    const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000));
-    const __m256i quiet = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(f, 16), _mm256_set1_epi32(0x8000)),
-            _mm256_set1_epi32(0x7fc0));
-    return _mm256_blendv_epi8(rounded, quiet, nan);
+    return _mm256_movemask_epi8(_mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000))) != 0;
 }
 
 ONEDNN_GRAPH_AVX2 void avx2_f32_to_bf16(const void *src, void *dst, size_t n) {
@@ -108,11 +108,16 @@ ONEDNN_GRAPH_AVX2 void avx2_f32_to_bf16(const void *src, void *dst, size_t n) {
     auto *d = static_cast<uint16_t *>(dst);
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        const __m256i lo = avx2_bf16_lanes(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(s + i)));
-        const __m256i hi = avx2_bf16_lanes(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(s + i + 8)));
+        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(s + i));
+        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(s + i + 8));
+        if (avx2_any_nan(lo) || avx2_any_nan(hi)) {
+            portable_f32_to_bf16(s + i, d + i, 16); // a NaN lane: ml_dtypes' quiet NaN
+            continue;
+        }
         // packus works within 128-bit halves (lo0-3 hi0-3 lo4-7 hi4-7): put the
         // quarters back in order. The lanes are 0..0xffff, so nothing saturates.
-        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8);
+        const __m256i packed = _mm256_permute4x64_epi64(
+                _mm256_packus_epi32(avx2_bf16_lanes(lo), avx2_bf16_lanes(hi)), 0xd8);
         _mm256_storeu_si256(reinterpret_cast<__m256i *>(d + i), packed);
     }
     portable_f32_to_bf16(s + i, d + i, n - i);
@@ -173,15 +178,16 @@ ONEDNN_GRAPH_AVX512 void avx512_f32_to_bf16(const void *src, void *dst, size_t n
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const __m512i f = _mm512_loadu_si512(s + i);
+        const __mmask16 nan = _mm512_cmpgt_epu32_mask(
+                _mm512_and_si512(f, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+        if (nan) {
+            portable_f32_to_bf16(s + i, d + i, 16); // a NaN lane: ml_dtypes' quiet NaN
+            continue;
+        }
         const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(f, 16), _mm512_set1_epi32(1));
         const __m512i rounded = _mm512_srli_epi32(
                 _mm512_add_epi32(_mm512_add_epi32(f, _mm512_set1_epi32(0x7fff)), lsb), 16);
-        const __mmask16 nan = _mm512_cmpgt_epu32_mask(
-                _mm512_and_si512(f, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-        const __m512i quiet = _mm512_or_si512(
-                _mm512_and_si512(_mm512_srli_epi32(f, 16), _mm512_set1_epi32(0x8000)), _mm512_set1_epi32(0x7fc0));
-        const __m512i bits = _mm512_mask_blend_epi32(nan, rounded, quiet);
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(d + i), _mm512_cvtepi32_epi16(bits));
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(d + i), _mm512_cvtepi32_epi16(rounded));
     }
     portable_f32_to_bf16(s + i, d + i, n - i);
 }

@@ -4,11 +4,16 @@
 // Each step is a compiled partition, or a TypeCast the package converts itself
 // (a Cast, cast.hpp), reading and writing slots: the caller's arrays, the result,
 // arrays fixed for the chain's life (a constant input's f32 copy) and f32 scratch
-// arrays. The scratch arrays are made once per calling
-// thread (by the Python callable `allocate`) and reused by every later call on
-// that thread, so a repeated call allocates nothing but a new result; threads
-// never share them, so several may run one chain at once. Every step's arrays
-// are checked before the first step runs: a refusal leaves everything untouched.
+// arrays. The scratch arrays are made once per calling thread (by the Python
+// callable `allocate`) and reused by every later call on that thread, so a
+// repeated call allocates nothing but a new result; threads never share them, so
+// several may run one chain at once. Every step's arrays are checked before the
+// first step runs: a refusal leaves everything untouched.
+//
+// A chain compiled for part of a batch (`rows` samples; _impl/as_f32.py decides
+// where that pays) runs its per-sample steps once per part, on views of the
+// caller's arrays: the f32 copies then hold one part, small enough to stay in the
+// CPU's caches between the cast that writes them and the op that reads them.
 #include "cast.hpp"
 #include "direct_call.hpp"
 #include "execute.hpp"
@@ -26,7 +31,18 @@ struct Step {
     const CompiledPartition *compiled; // one of these two is null
     const Cast *cast;
     std::vector<size_t> inputs, outputs; // slots, in the order the partition was compiled with
+    bool per_part = false; // runs once per part of the batch (ChainCall's `rows`)
 };
+
+// Rows [start, start + rows) of `a`'s first axis: a view, which holds `a`.
+py::object first_rows(PyObject *a, py::ssize_t start, py::ssize_t rows) {
+    const auto array = py::reinterpret_borrow<py::array>(a);
+    std::vector<py::ssize_t> shape(array.shape(), array.shape() + array.ndim());
+    std::vector<py::ssize_t> strides(array.strides(), array.strides() + array.ndim());
+    shape[0] = rows;
+    return py::array(array.dtype(), shape, strides,
+            static_cast<const char *>(array.data()) + start * strides[0], array);
+}
 
 // One step's arrays, checked: a partition's or a conversion's.
 struct CheckedStep {
@@ -37,13 +53,16 @@ struct CheckedStep {
 class ChainCall : public NativeCall {
 public:
     ChainCall(const py::list &steps, std::vector<size_t> inputs, size_t output, const py::dict &fixed,
-            std::vector<size_t> scratch, py::object allocate, std::vector<py::ssize_t> shape, py::dtype dtype)
+            std::vector<size_t> scratch, py::object allocate, std::vector<py::ssize_t> shape, py::dtype dtype,
+            std::vector<size_t> batched, py::ssize_t rows)
         : inputs_(std::move(inputs))
         , output_(output)
         , scratch_slots_(std::move(scratch))
         , allocate_(std::move(allocate))
         , shape_(std::move(shape))
-        , dtype_(std::move(dtype)) {
+        , dtype_(std::move(dtype))
+        , batched_(std::move(batched))
+        , rows_(rows) {
         size_t top = output_;
         for (size_t s : inputs_) top = std::max(top, s);
         for (size_t s : scratch_slots_) top = std::max(top, s);
@@ -69,6 +88,22 @@ public:
         }
         if (steps_.empty()) throw py::value_error("ChainCall: no steps");
         slots_ = top + 1;
+        if (rows_ < 0) throw py::value_error("ChainCall: rows must be >= 0");
+        // A step runs once per part of the batch where it reads a batched array or a
+        // result of such a step; the others (the weights' cast) run once.
+        std::vector<bool> per_part(slots_, false);
+        for (size_t b : batched_) {
+            if (b >= inputs_.size()) throw py::value_error("ChainCall: batched names an input it does not have");
+            per_part[inputs_[b]] = rows_ > 0;
+        }
+        for (Step &s : steps_) {
+            for (size_t i : s.inputs) s.per_part = s.per_part || per_part[i];
+            for (size_t o : s.outputs) {
+                per_part[o] = s.per_part;
+                if (o == output_ && rows_ > 0 && !s.per_part)
+                    throw py::value_error("ChainCall: the result's step reads no batched array");
+            }
+        }
     }
 
     py::object run(dnnl::stream &stream, py::handle arrays, py::handle out) const override {
@@ -93,21 +128,35 @@ public:
         const std::vector<py::object> &mine = scratch();
         for (size_t j = 0; j < scratch_slots_.size(); ++j) slot[scratch_slots_[j]] = mine[j].ptr();
         slot[output_] = target.ptr();
-        std::vector<CheckedStep> checked(steps_.size());
-        try {
-            for (size_t k = 0; k < steps_.size(); ++k) {
-                const Step &s = steps_[k];
-                if (s.cast) {
-                    checked[k].cast = cast_job(s.cast->pair, slot[s.inputs[0]], slot[s.outputs[0]], "execute");
-                    continue;
+        // The batch in parts of rows_ samples: per part, views of the batched arrays
+        // and of the result (all of one batch size, a multiple of rows_).
+        std::vector<std::vector<PyObject *>> parts {slot};
+        std::vector<py::object> views; // held while the steps run
+        if (rows_ > 0) {
+            const auto batch_of = [](PyObject *a) {
+                const auto array = py::reinterpret_borrow<py::array>(a);
+                return array.ndim() > 0 ? array.shape(0) : py::ssize_t(-1);
+            };
+            const py::ssize_t batch = batch_of(target.ptr());
+            if (batch <= 0 || batch % rows_ != 0) return py::none();
+            for (size_t b : batched_)
+                if (batch_of(caller.items[b]) != batch) return py::none();
+            parts.assign(static_cast<size_t>(batch / rows_), slot);
+            for (size_t p = 0; p < parts.size(); ++p) {
+                for (size_t b : batched_) {
+                    views.push_back(first_rows(caller.items[b], static_cast<py::ssize_t>(p) * rows_, rows_));
+                    parts[p][inputs_[b]] = views.back().ptr();
                 }
-                std::vector<PyObject *> ins, outs;
-                for (size_t i : s.inputs) ins.push_back(slot[i]);
-                for (size_t o : s.outputs) outs.push_back(slot[o]);
-                check_stream(*s.compiled, stream, "execute");
-                checked[k].arrays = check_arrays(*s.compiled, "execute", ArrayList {ins.data(), ins.size()},
-                        ArrayList {outs.data(), outs.size()});
+                views.push_back(first_rows(target.ptr(), static_cast<py::ssize_t>(p) * rows_, rows_));
+                parts[p][output_] = views.back().ptr();
             }
+        }
+        // Every step's arrays in every part, checked before anything runs.
+        std::vector<std::vector<CheckedStep>> checked(parts.size(), std::vector<CheckedStep>(steps_.size()));
+        try {
+            for (size_t p = 0; p < parts.size(); ++p)
+                for (size_t k = 0; k < steps_.size(); ++k)
+                    if (p == 0 || steps_[k].per_part) checked[p][k] = check_step(steps_[k], parts[p], stream);
         } catch (const py::type_error &) {
             return py::none();
         } catch (const py::value_error &) {
@@ -116,10 +165,12 @@ public:
         const CastPath path = default_cast_path();
         without_gil([&] {
             on_onednn_thread([&] {
-                for (size_t k = 0; k < steps_.size(); ++k) {
-                    if (steps_[k].cast) run_cast(checked[k].cast, steps_[k].cast->threads, path);
-                    else execute_checked(*steps_[k].compiled, stream, checked[k].arrays);
-                }
+                for (size_t p = 0; p < parts.size(); ++p)
+                    for (size_t k = 0; k < steps_.size(); ++k) {
+                        if (p > 0 && !steps_[k].per_part) continue; // ran with the first part
+                        if (steps_[k].cast) run_cast(checked[p][k].cast, steps_[k].cast->threads, path);
+                        else execute_checked(*steps_[k].compiled, stream, checked[p][k].arrays);
+                    }
             });
         });
         return target;
@@ -128,6 +179,22 @@ public:
     size_t threads_with_buffers() const { return scratch_.size(); }
 
 private:
+    // One step's arrays in `slot`, checked (TypeError / ValueError otherwise).
+    static CheckedStep check_step(const Step &s, const std::vector<PyObject *> &slot, const dnnl::stream &stream) {
+        CheckedStep checked;
+        if (s.cast) {
+            checked.cast = cast_job(s.cast->pair, slot[s.inputs[0]], slot[s.outputs[0]], "execute");
+            return checked;
+        }
+        std::vector<PyObject *> ins, outs;
+        for (size_t i : s.inputs) ins.push_back(slot[i]);
+        for (size_t o : s.outputs) outs.push_back(slot[o]);
+        check_stream(*s.compiled, stream, "execute");
+        checked.arrays = check_arrays(*s.compiled, "execute", ArrayList {ins.data(), ins.size()},
+                ArrayList {outs.data(), outs.size()});
+        return checked;
+    }
+
     // The calling thread's scratch arrays, made on its first call. Runs with the
     // GIL held, as every access to scratch_ does; references into an
     // unordered_map stay valid when other threads add theirs.
@@ -152,6 +219,8 @@ private:
     py::object allocate_;
     std::vector<py::ssize_t> shape_;
     py::dtype dtype_;
+    std::vector<size_t> batched_; // caller arrays whose first axis is the batch
+    py::ssize_t rows_ = 0;        // samples per part of the batch (0: the batch at once)
     size_t slots_ = 0;
     mutable std::unordered_map<std::thread::id, std::vector<py::object>> scratch_;
 };
@@ -162,14 +231,17 @@ void bind_chain_call(py::module_ &m) {
     py::class_<ChainCall, NativeCall>(m, "ChainCall",
             "The compiled partitions of an f32 chain run on the caller's arrays in one native call.")
             .def(py::init<const py::list &, std::vector<size_t>, size_t, const py::dict &, std::vector<size_t>,
-                         py::object, std::vector<py::ssize_t>, py::dtype>(),
+                         py::object, std::vector<py::ssize_t>, py::dtype, std::vector<size_t>, py::ssize_t>(),
                     py::arg("steps"), py::arg("inputs"), py::arg("output"), py::arg("fixed"), py::arg("scratch"),
-                    py::arg("allocate"), py::arg("shape"), py::arg("dtype"),
+                    py::arg("allocate"), py::arg("shape"), py::arg("dtype"), py::arg("batched") = std::vector<size_t>(),
+                    py::arg("rows") = 0,
                     "`steps`: (CompiledPartition or Cast, input slots, output slots) in execution order;\n"
                     "`inputs`: the slot of each caller array; `output`: the result's slot; `fixed`:\n"
                     "slot -> array for the chain's life; `scratch`: slots whose arrays `allocate()`\n"
                     "returns (a list, in that order) once per calling thread; `shape` and `dtype`:\n"
-                    "those of a new result.")
+                    "those of a new result. With `rows` > 0 the steps were compiled for `rows` samples\n"
+                    "and run on the batch in parts: the caller arrays at positions `batched` and the\n"
+                    "result are split along their first axis; steps that read none of them run once.")
             .def_property_readonly("threads_with_buffers", &ChainCall::threads_with_buffers,
                     "How many threads have scratch arrays (made on a thread's first call).");
 }

@@ -253,13 +253,15 @@ class ChainCall(NativeCall):
     """
     The compiled partitions of an f32 chain run on the caller's arrays in one native call.
     """
-    def __init__(self, steps: list, inputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], output: typing.SupportsInt | typing.SupportsIndex, fixed: dict, scratch: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], allocate: typing.Any, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dtype: numpy.dtype[typing.Any]) -> None:
+    def __init__(self, steps: list, inputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], output: typing.SupportsInt | typing.SupportsIndex, fixed: dict, scratch: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], allocate: typing.Any, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dtype: numpy.dtype[typing.Any], batched: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], rows: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
         """
         `steps`: (CompiledPartition or Cast, input slots, output slots) in execution order;
         `inputs`: the slot of each caller array; `output`: the result's slot; `fixed`:
         slot -> array for the chain's life; `scratch`: slots whose arrays `allocate()`
         returns (a list, in that order) once per calling thread; `shape` and `dtype`:
-        those of a new result.
+        those of a new result. With `rows` > 0 the steps were compiled for `rows` samples
+        and run on the batch in parts: the caller arrays at positions `batched` and the
+        result are split along their first axis; steps that read none of them run once.
         """
     @builtins.property
     def threads_with_buffers(self) -> int:

@@ -174,6 +174,61 @@ def test_a_chain_reads_strided_inputs_and_writes_a_strided_out_where_they_lie(
     np.testing.assert_array_equal(out, expected.astype(out.dtype))
 
 
+@pytest.mark.parametrize("kind", ["ConvTranspose", "ConvTransposeBackwardData",
+                                  "ConvolutionBackwardData"])
+@pytest.mark.parametrize("data_format", ["NCX", "NXC"])
+def test_a_chain_runs_its_batch_in_parts(rng, kind, data_format):
+    """Built directly with one sample per part (the functional API chooses parts where
+    they pay, _as_f32.batch_rows): the steps compiled for one sample run once per
+    sample on views of the caller's arrays, the weights' cast once. Truth: the
+    reference within the dtype's bound; the native call equals the Python path."""
+    p = _problem(kind, "bf16", data_format, 2, 1, 1)
+    way, arrays, out, target = _native_op(p)
+    batch = target.shape[0]
+    chain = _as_f32.F32Chain(way.kind, way.attrs, "bf16", [_compiled.meta(a) for a in arrays],
+                             _compiled.meta(target), input_order=way.input_order, rows=1)
+    assert chain.rows == 1 and chain.batched == (way.input_order or (0,))[:1]
+    # f32 copies of one sample's data (and of the weights), not of the batch's
+    scratch = sum(int(np.prod(chain.chain.layouts[i].shape)) for i in chain.chain.scratch_ids)
+    assert scratch < sum(a.size for a in arrays) + target.size
+    chain.execute(arrays, target)
+    result = _support._check(p, out)
+    assert result.ok, str(result)
+    again = np.full_like(out, np.nan)
+    view = _call.crop(again, data_format, way.crop) if target is not out else again
+    call = chain.direct_call(target.shape, target.dtype)
+    assert call.run(_compiled.stream(), arrays, view) is view
+    np.testing.assert_array_equal(again, out)
+    # Refused, nothing written: a batch of another size than the result's.
+    fresh = np.full_like(view, 7)
+    shorter = [a[:batch - 1] if i in chain.batched else a for i, a in enumerate(arrays)]
+    assert call.run(_compiled.stream(), shorter, fresh) is None
+    assert (fresh.astype(np.float32) == 7).all()
+    # A reproducer writes the whole batch's graph, as the call computes it.
+    op = [o for o in chain.graph_ops() if o.kind == way.kind][0]
+    assert op.outputs[0].shape[0] == batch
+
+
+def test_a_batch_runs_in_parts_where_the_op_reads_much_and_computes_little(monkeypatch):
+    from onednn_graph._impl import version as _version
+    monkeypatch.setattr(_version, "l2_cache_bytes", lambda: 2 << 20)
+    dy, w, dx = (8, 64, 64, 64), (4, 4, 1, 64), (8, 32, 32, 64)  # depthwise, NXC: 1 MiB per sample
+    flops = 2 * 8 * 64 * 1 * 16 * 32 * 32
+    assert _as_f32.batch_rows("ConvTransposeBackwardData", [dy, w], dx, flops) == 1
+    assert _as_f32.batch_rows("Convolution", [dy, w], dx, flops) == 1
+    monkeypatch.setattr(_version, "l2_cache_bytes", lambda: 8 << 20)
+    assert _as_f32.batch_rows("ConvTransposeBackwardData", [dy, w], dx, flops) == 4
+    # Not where the result is the larger tensor, the op computes enough per byte, the
+    # result sums over the batch, or one part is the whole batch.
+    assert _as_f32.batch_rows("ConvTranspose", [dx, w], dy, flops) == 0
+    assert _as_f32.batch_rows("ConvTransposeBackwardData", [dy, w], dx, 1000 * flops) == 0
+    assert _as_f32.batch_rows("ConvTransposeBackwardWeights", [dx, dy], w, flops) == 0
+    assert _as_f32.batch_rows("ConvTransposeBackwardData", [(1,) + dy[1:], w], (1,) + dx[1:],
+                              flops // 8) == 0
+    monkeypatch.setattr(_version, "l2_cache_bytes", lambda: 64 << 20)
+    assert _as_f32.batch_rows("ConvTransposeBackwardData", [dy, w], dx, flops) == 0
+
+
 def test_a_cached_chain_is_one_native_call_on_buffers_kept_per_thread(rng):
     """_core.ChainCall, built directly so that it runs on every CPU: one set of f32
     buffers per calling thread, made on its first call; results equal the Python

@@ -107,3 +107,29 @@ def test_the_legacy_name_maps_onto_its_op():
     assert (current, fmt) == (legacy.current, "OIX")
     assert kw == {"weights_format": "IOX", "weights_shape": (4, 3, 5)}
     assert set(legacy.formats.values()) == set(registry.SPECS[legacy.current].weights_formats)
+
+
+@pytest.mark.parametrize("kind", ALL)
+def test_batched_tensors_are_those_the_batch_splits(kind):
+    """An entry's `batched` tensors may run one part of the batch at a time (the f32
+    chain does, _impl.as_f32.batch_rows): the reference on the first sample of them
+    gives the first sample of the result; a weights gradient, which sums over the
+    batch, has none. Truth: the float64 reference."""
+    import numpy as np
+
+    spec = registry.SPECS[kind]
+    inputs, kw = PROBLEMS[kind]
+    rng = np.random.default_rng(0)
+    args = [rng.uniform(-1, 1, s) for s in inputs]
+    whole = getattr(reference, spec.function)(*args, **kw)
+    part = [a[:1] if i in spec.batched else a for i, a in enumerate(args)]
+    part_kw = dict(kw)
+    if spec.shape_attr and registry.OUTPUT in spec.batched:
+        part_kw[spec.shape_attr] = (1,) + tuple(kw[spec.shape_attr][1:])
+    if spec.batched:
+        assert registry.OUTPUT in spec.batched and 0 in spec.batched
+        np.testing.assert_allclose(getattr(reference, spec.function)(*part, **part_kw), whole[:1],
+                                   rtol=1e-12, atol=1e-12)
+    else:  # the result sums over the batch: half of it is not half of the result
+        half = [a[:1] if len(a.shape) == 3 and a.shape[0] == 2 else a for a in args]
+        assert not np.allclose(getattr(reference, spec.function)(*half, **kw), whole)

@@ -172,12 +172,12 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
                                   _compiled.meta(target), constants)
     elif way is not native:
         try:
-            op = _compile(way, dtype_name(dtype), arrays, target, constants, threads)
+            op = _compile(way, dtype_name(dtype), arrays, target, constants, threads, size.flops)
         except UnsupportedError:
             way, decided = native, None  # the faster formulation is a preference, not a need
     if op is None:
         try:
-            op = _compile(native, dtype_name(dtype), arrays, target, constants, threads)
+            op = _compile(native, dtype_name(dtype), arrays, target, constants, threads, size.flops)
         except UnsupportedError as exc:
             if native.kind == cp.spec.kind:
                 raise
@@ -188,8 +188,8 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
     if decided is not None and decision is not None:
         op.tuning = dict(decision.get("seconds", {})) or None
     elif tune_key is not None and target.size:
-        op = _tune(op, plan, input_shapes, native, arrays, target, constants,
-                   size.flops if chosen_threads else None)
+        op = _tune(op, plan, input_shapes, native, arrays, target, constants, size.flops,
+                   chosen_threads)
         _tuning_db.tuning_database().put(tune_key, {
             "problem": _problem_text(cp, inputs, result_shape), "kind": op.kind,
             "lowering": op.lowering, "threads": op.threads, "seconds": op.tuning or {}})
@@ -228,24 +228,29 @@ def _problem_text(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], result: Sequ
 
 
 def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], target: np.ndarray,
-             constants: Optional[dict[int, np.ndarray]], threads: int) -> Any:
+             constants: Optional[dict[int, np.ndarray]], threads: int,
+             flops: Optional[int] = None) -> Any:
     """`way` compiled for the call's arrays and result: a CompiledOp, or an F32Chain
     where this CPU's oneDNN has no kernel for it in a bf16/f16 `dtype`, or only its
-    reference kernel (``_impl.kernels``), or fails to compile it in that dtype."""
+    reference kernel (``_impl.kernels``), or fails to compile it in that dtype (its
+    batch in parts where that pays, ``_as_f32.batch_rows``, for an op of `flops`;
+    None: at once)."""
     metas, out = [_compiled.meta(a) for a in arrays], _compiled.meta(target)
     taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
     args = (way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads)
     kernel = _kernels.probed(way.kind, way.attrs, dtype, taken, target.shape)
+    rows = _as_f32.batch_rows(way.kind, taken, target.shape, flops) if flops is not None else 0
     if kernel is not None and kernel.status != "native":
         return _as_f32.F32Chain(*args, reason=_kernels.reason(kernel, dtype),
-                                needed=kernel.status == "none")
+                                needed=kernel.status == "none", rows=rows)
     try:
         return _compiled.CompiledOp(*args)
     except UnsupportedError as exc:
         if dtype not in _dtypes.LOW_PRECISION:
             raise
         try:  # a kernel the probe did not foresee is missing: f32 has them all
-            return _as_f32.F32Chain(*args, reason=_kernels.reason(None, dtype), needed=True)
+            return _as_f32.F32Chain(*args, reason=_kernels.reason(None, dtype), needed=True,
+                                    rows=rows)
         except UnsupportedError:
             raise exc from None
 
@@ -254,19 +259,23 @@ def _lowering_of(op: Any, way: _lowering.NativeOp) -> str:
     """How the call runs (``Operation.lowering``): `way`'s rewrite, and the f32 chain."""
     if isinstance(op, _as_f32.F32Chain):
         chain = f"in f32 between TypeCasts ({op.reason}), {_casts.describe(op.chain.converters)}"
+        if op.rows:
+            chain += f", {op.rows} sample{'s' if op.rows > 1 else ''} at a time"
         return chain if way.lowering == "native" else f"{way.lowering}, {chain}"
     return way.lowering
 
 
 def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, native: _lowering.NativeOp,
           arrays: list[np.ndarray], target: np.ndarray,
-          constants: Optional[dict[int, np.ndarray]], flops: Optional[int]) -> _compiled.CompiledOp:
+          constants: Optional[dict[int, np.ndarray]], flops: int,
+          other_threads: bool) -> _compiled.CompiledOp:
     """The fastest of `op` and the problem's other lowerings (same crop, same arrays;
     `native` is ``_lowering.lower``'s answer, which `op` may run another way),
-    each also on the other thread count where the problem (of `flops`; None when the
-    caller fixed the count) is small enough for the choice to be close."""
+    each also on the other thread count where `other_threads` (the caller did not
+    fix the count) and the problem (of `flops`) is small enough for the choice to be
+    close."""
     counts = [op.threads]
-    if flops is not None and _core.can_limit_threads() and flops < _TUNE_THREADS_BELOW:
+    if other_threads and _core.can_limit_threads() and flops < _TUNE_THREADS_BELOW:
         counts.append(1 if op.threads != 1 else 0)
     candidates = []
     # Every formulation has its own op kind; `op` is one of them (the default).
@@ -276,7 +285,7 @@ def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, nativ
                 candidates.append(op)
                 continue
             try:
-                compiled = _compile(way, op.dtype, arrays, target, constants, threads)
+                compiled = _compile(way, op.dtype, arrays, target, constants, threads, flops)
             except UnsupportedError:
                 continue  # oneDNN 3.2 cannot compile this formulation here; the others remain
             compiled.lowering = op.lowering if way.kind == op.kind else _lowering_of(compiled, way)

@@ -59,6 +59,11 @@ class OpSpec:
     #: The tensor of ConvTranspose's output geometry, which a view without the
     #: positions outside every kernel window crops (_impl.lowering), for the spec's ops.
     crop_tensor: Optional[int] = None
+    #: The tensors (input positions and ``OUTPUT``) whose first axis is the batch, where
+    #: each sample of the result depends on the same sample of those inputs alone, so a
+    #: batch may run in parts (_impl.as_f32); empty where the result sums over the batch
+    #: (the weights gradients).
+    batched: tuple[int, ...] = (0, OUTPUT)
     #: One of the spec's ops, which the functional API offers.
     spec: bool = True
 
@@ -105,7 +110,7 @@ SPECS: dict[str, OpSpec] = {s.kind: s for s in (
            (OUTPUT, 0), "channels", crop_tensor=0),
     OpSpec(CONV_TRANSPOSE_BWD_WEIGHTS, "conv_transpose_backward_weights", ("src", "diff_dst"), 2,
            "weights_shape", _TRANSPOSED_FORMATS, True, "deconvolution_backward_weights",
-           (0, OUTPUT, 1), (0, 1), "positions", crop_tensor=1),
+           (0, OUTPUT, 1), (0, 1), "positions", crop_tensor=1, batched=()),
     OpSpec(CONV_BWD_DATA, "convolution_backward_data", ("diff_dst", "weights"), 2, "dst_shape",
            _CONV_FORMATS, False, "convolution_backward_data", (OUTPUT, 1, 0), (0, OUTPUT),
            "channels", crop_tensor=OUTPUT),
@@ -115,7 +120,7 @@ SPECS: dict[str, OpSpec] = {s.kind: s for s in (
            "convolution_forward", (0, 1, OUTPUT), (OUTPUT, 0), "channels", spec=False),
     OpSpec(CONV_BWD_WEIGHTS, "convolution_backward_weights", ("src", "diff_dst"), 2,
            "weights_shape", _CONV_FORMATS, False, "convolution_backward_weights",
-           (0, OUTPUT, 1), (1, 0), "positions", spec=False),
+           (0, OUTPUT, 1), (1, 0), "positions", batched=(), spec=False),
 )}
 
 #: The spec's four ops, in the order the docs list them.

@@ -45,6 +45,24 @@ def cpu_isa() -> str:
     return _core.cpu_isa()
 
 
+def l2_cache_bytes() -> int:
+    """The size of one core's level-2 cache, as Linux reports it (1 MiB where it does
+    not say): what a chain's batch parts are sized to (``_impl.as_f32``)."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for index in sorted(os.listdir(base)):
+            with open(f"{base}/{index}/level") as f:
+                if f.read().strip() != "2":
+                    continue
+            with open(f"{base}/{index}/size") as f:
+                size = f.read().strip().upper()
+            scale = {"K": 1 << 10, "M": 1 << 20}.get(size[-1:], 1)
+            return int(size.rstrip("KM")) * scale
+    except (OSError, ValueError):
+        pass
+    return 1 << 20
+
+
 def onednn_threads() -> tuple[int, str]:
     """oneDNN's thread count and where it came from."""
     runtime = onednn_version().cpu_runtime
