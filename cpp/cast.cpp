@@ -152,7 +152,8 @@ CastPath default_cast_path() {
     return chosen;
 }
 
-CastJob cast_job(CastPair pair, py::handle src, py::handle dst, const std::string &who) {
+void cast_job(CastJob &job, CastPair pair, py::handle src, py::handle dst, const char *name, bool disjoint) {
+    const std::string who(name);
     const PairInfo &p = info(pair);
     if (!py::isinstance<py::array>(src)) throw py::type_error(who + ": the source must be a numpy.ndarray");
     if (!py::isinstance<py::array>(dst)) throw py::type_error(who + ": the destination must be a numpy.ndarray");
@@ -162,17 +163,15 @@ CastJob cast_job(CastPair pair, py::handle src, py::handle dst, const std::strin
         throw py::type_error(who + ": the source must be " + p.from + ", got " + std::string(py::str(s.dtype())));
     if (!has_dtype(d, p.to_dtype))
         throw py::type_error(who + ": the destination must be " + p.to + ", got " + std::string(py::str(d.dtype())));
-    CastJob job;
     job.pair = pair;
     if (s.ndim() != d.ndim() || !std::equal(s.shape(), s.shape() + s.ndim(), d.shape()))
         throw py::value_error(who + ": the source and destination shapes differ");
     if (!d.writeable()) throw py::value_error(who + ": the destination is read-only");
-    if (overlaps(s, d)) throw py::value_error(who + ": the source and destination share memory");
+    if (!disjoint && overlaps(s, d)) throw py::value_error(who + ": the source and destination share memory");
     job.total = s.size();
     plan_walk(job, s, d, who);
     job.src = static_cast<const char *>(s.data());
     job.dst = static_cast<char *>(d.mutable_data());
-    return job;
 }
 
 void run_cast(const CastJob &job, int threads, CastPath path) {
@@ -180,6 +179,10 @@ void run_cast(const CastJob &job, int threads, CastPath path) {
     const PairInfo &p = info(job.pair);
     const CastRow row = cast_row(job.pair, path);
     const CastAxis &inner = job.axis[job.axes - 1];
+    if (job.axes == 1 && job.total < parallel_from) { // one short row: no walk to plan
+        convert_row(row, p, job.src, inner.src_stride, job.dst, inner.dst_stride, job.total);
+        return;
+    }
     const CastAxis *outer = job.axis;
     const int depth = job.axes - 1; // outer axes
     const int64_t rows = job.total / inner.extent;
@@ -231,7 +234,8 @@ void bind_cast(py::module_ &m) {
             .def_property_readonly("target", [](const Cast &c) { return info(c.pair).to; })
             .def_property_readonly("threads", [](const Cast &c) { return c.threads; })
             .def("__call__", [](const Cast &c, py::handle src, py::handle dst) {
-                const CastJob job = cast_job(c.pair, src, dst, "Cast");
+                CastJob job;
+                cast_job(job, c.pair, src, dst, "Cast");
                 const CastPath path = default_cast_path();
                 without_gil([&] { on_onednn_thread([&] { run_cast(job, c.threads, path); }); });
             }, py::arg("src"), py::arg("dst"), "Convert `src` into `dst` (any strides, the same shape).")
@@ -246,7 +250,8 @@ void bind_cast(py::module_ &m) {
             throw py::type_error("cast: src and dst must be numpy.ndarray");
         const CastPair pair = pair_of(table_dtype_name(py::reinterpret_borrow<py::array>(src)),
                 table_dtype_name(py::reinterpret_borrow<py::array>(dst)));
-        const CastJob job = cast_job(pair, src, dst, "cast");
+        CastJob job;
+        cast_job(job, pair, src, dst, "cast");
         without_gil([&] { on_onednn_thread([&] { run_cast(job, threads, chosen); }); });
     }, py::arg("src"), py::arg("dst"), py::arg("threads") = 0, py::arg("path") = "",
             "Convert `src` into `dst` between f32 and bf16 / f16 (one of them f32): upcasts exact, "

@@ -34,9 +34,13 @@ struct CastJob {
 };
 
 // Checks `src` and `dst` for a conversion of `pair` and describes it: both numpy
-// arrays of one shape, of the pair's dtypes, `dst` writeable and sharing no memory
-// with `src`. Throws TypeError / ValueError starting with `who` otherwise.
-CastJob cast_job(CastPair pair, py::handle src, py::handle dst, const std::string &who);
+// arrays of one shape, of the pair's dtypes, `dst` writeable and (unless the caller
+// knows one of them to be its own array: `disjoint`) sharing no memory with `src`.
+// Throws TypeError / ValueError starting with `who` otherwise.
+// (Written into `job`: a CastJob is a few hundred bytes, and the hot path makes one
+// per cast and call.)
+void cast_job(CastJob &job, CastPair pair, py::handle src, py::handle dst, const char *who,
+        bool disjoint = false);
 
 // Runs `job` on up to `threads` threads (0: as many as oneDNN would use), on
 // `path`. Call it without the GIL, on the thread oneDNN work runs on.

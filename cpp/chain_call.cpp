@@ -19,6 +19,8 @@
 #include "execute.hpp"
 #include "onednn_thread.hpp"
 
+#include <algorithm>
+#include <memory>
 #include <thread>
 #include <unordered_map>
 
@@ -43,6 +45,23 @@ py::object first_rows(PyObject *a, py::ssize_t start, py::ssize_t rows) {
     return py::array(array.dtype(), shape, strides,
             static_cast<const char *>(array.data()) + start * strides[0], array);
 }
+
+// `n` default-initialized values, on the stack when there are at most N: the
+// per-call arrays of the hot path, which would otherwise cost a malloc each.
+template <typename T, size_t N>
+class Local {
+public:
+    explicit Local(size_t n) : data_(n <= N ? inline_ : (heap_.reset(new T[n]), heap_.get())) {}
+    Local(const Local &) = delete;
+    Local &operator=(const Local &) = delete;
+    T &operator[](size_t i) { return data_[i]; }
+    T *data() { return data_; }
+
+private:
+    T inline_[N];
+    std::unique_ptr<T[]> heap_;
+    T *data_;
+};
 
 // One step's arrays, checked: a partition's or a conversion's.
 struct CheckedStep {
@@ -122,7 +141,8 @@ public:
                             py::reinterpret_borrow<py::array>(caller.items[i])))
                     return py::none();
         py::object target = result_or_out(out, dtype_, shape_);
-        std::vector<PyObject *> slot(slots_, nullptr);
+        Local<PyObject *, 32> slot(slots_);
+        std::fill(slot.data(), slot.data() + slots_, nullptr);
         for (size_t i = 0; i < caller.size; ++i) slot[inputs_[i]] = caller.items[i];
         for (const auto &f : fixed_) slot[f.first] = f.second.ptr(); // a constant's copy, not the caller's
         const std::vector<py::object> &mine = scratch();
@@ -130,8 +150,7 @@ public:
         slot[output_] = target.ptr();
         // The batch in parts of rows_ samples: per part, views of the batched arrays
         // and of the result (all of one batch size, a multiple of rows_).
-        std::vector<std::vector<PyObject *>> parts {slot};
-        std::vector<py::object> views; // held while the steps run
+        size_t parts = 1;
         if (rows_ > 0) {
             const auto batch_of = [](PyObject *a) {
                 const auto array = py::reinterpret_borrow<py::array>(a);
@@ -141,22 +160,27 @@ public:
             if (batch <= 0 || batch % rows_ != 0) return py::none();
             for (size_t b : batched_)
                 if (batch_of(caller.items[b]) != batch) return py::none();
-            parts.assign(static_cast<size_t>(batch / rows_), slot);
-            for (size_t p = 0; p < parts.size(); ++p) {
-                for (size_t b : batched_) {
-                    views.push_back(first_rows(caller.items[b], static_cast<py::ssize_t>(p) * rows_, rows_));
-                    parts[p][inputs_[b]] = views.back().ptr();
-                }
-                views.push_back(first_rows(target.ptr(), static_cast<py::ssize_t>(p) * rows_, rows_));
-                parts[p][output_] = views.back().ptr();
-            }
+            parts = static_cast<size_t>(batch / rows_);
         }
-        // Every step's arrays in every part, checked before anything runs.
-        std::vector<std::vector<CheckedStep>> checked(parts.size(), std::vector<CheckedStep>(steps_.size()));
+        std::vector<py::object> views; // held while the steps run
+        // Every step's arrays in every part, checked before anything runs; a step that
+        // reads no batched array runs with the first part only.
+        Local<CheckedStep, 8> checked(parts * steps_.size());
+        const auto at = [&](size_t p, size_t k) -> CheckedStep & { return checked[p * steps_.size() + k]; };
         try {
-            for (size_t p = 0; p < parts.size(); ++p)
+            for (size_t p = 0; p < parts; ++p) {
+                if (rows_ > 0) {
+                    const py::ssize_t start = static_cast<py::ssize_t>(p) * rows_;
+                    for (size_t b : batched_) {
+                        views.push_back(first_rows(caller.items[b], start, rows_));
+                        slot[inputs_[b]] = views.back().ptr();
+                    }
+                    views.push_back(first_rows(target.ptr(), start, rows_));
+                    slot[output_] = views.back().ptr();
+                }
                 for (size_t k = 0; k < steps_.size(); ++k)
-                    if (p == 0 || steps_[k].per_part) checked[p][k] = check_step(steps_[k], parts[p], stream);
+                    if (p == 0 || steps_[k].per_part) check_step(at(p, k), steps_[k], slot.data(), stream);
+            }
         } catch (const py::type_error &) {
             return py::none();
         } catch (const py::value_error &) {
@@ -165,11 +189,11 @@ public:
         const CastPath path = default_cast_path();
         without_gil([&] {
             on_onednn_thread([&] {
-                for (size_t p = 0; p < parts.size(); ++p)
+                for (size_t p = 0; p < parts; ++p)
                     for (size_t k = 0; k < steps_.size(); ++k) {
                         if (p > 0 && !steps_[k].per_part) continue; // ran with the first part
-                        if (steps_[k].cast) run_cast(checked[p][k].cast, steps_[k].cast->threads, path);
-                        else execute_checked(*steps_[k].compiled, stream, checked[p][k].arrays);
+                        if (steps_[k].cast) run_cast(at(p, k).cast, steps_[k].cast->threads, path);
+                        else execute_checked(*steps_[k].compiled, stream, at(p, k).arrays);
                     }
             });
         });
@@ -179,20 +203,20 @@ public:
     size_t threads_with_buffers() const { return scratch_.size(); }
 
 private:
-    // One step's arrays in `slot`, checked (TypeError / ValueError otherwise).
-    static CheckedStep check_step(const Step &s, const std::vector<PyObject *> &slot, const dnnl::stream &stream) {
-        CheckedStep checked;
+    // One step's arrays in `slot`, checked into `checked` (TypeError / ValueError otherwise).
+    static void check_step(CheckedStep &checked, const Step &s, PyObject *const *slot, const dnnl::stream &stream) {
         if (s.cast) {
-            checked.cast = cast_job(s.cast->pair, slot[s.inputs[0]], slot[s.outputs[0]], "execute");
-            return checked;
+            // One side of a chain's cast is the chain's own array (a scratch or a
+            // constant's copy): it shares no memory with the other.
+            cast_job(checked.cast, s.cast->pair, slot[s.inputs[0]], slot[s.outputs[0]], "execute", true);
+            return;
         }
-        std::vector<PyObject *> ins, outs;
-        for (size_t i : s.inputs) ins.push_back(slot[i]);
-        for (size_t o : s.outputs) outs.push_back(slot[o]);
+        Local<PyObject *, 8> ins(s.inputs.size()), outs(s.outputs.size());
+        for (size_t j = 0; j < s.inputs.size(); ++j) ins[j] = slot[s.inputs[j]];
+        for (size_t j = 0; j < s.outputs.size(); ++j) outs[j] = slot[s.outputs[j]];
         check_stream(*s.compiled, stream, "execute");
-        checked.arrays = check_arrays(*s.compiled, "execute", ArrayList {ins.data(), ins.size()},
-                ArrayList {outs.data(), outs.size()});
-        return checked;
+        checked.arrays = check_arrays(*s.compiled, "execute", ArrayList {ins.data(), s.inputs.size()},
+                ArrayList {outs.data(), s.outputs.size()});
     }
 
     // The calling thread's scratch arrays, made on its first call. Runs with the
