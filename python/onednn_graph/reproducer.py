@@ -92,7 +92,8 @@ def describe(cp: _plan.CallPlan, inputs: Sequence[np.ndarray]) -> Reproducer:
         return Reproducer(graph_json.document([spec]), graph_json.document([spec]))
     taken = [lts[i] for i in way.input_order] if way.input_order else lts
     run = _core.Op(0, way.kind, taken, [out], way.attrs, way.kind)
-    if _kernels.needs_f32(way.kind, way.attrs, dtype, [t.shape for t in taken], out_shape):
+    if _kernels.runs_in_f32(way.kind, way.attrs, dtype, [t.shape for t in taken], out_shape,
+                            cp.size.flops):
         # This CPU's oneDNN runs it in f32 between TypeCasts (_impl.as_f32)
         return Reproducer(graph_json.document([spec]),
                           graph_json.document(_as_f32.widen([run], lts, [out])))

@@ -20,7 +20,7 @@ from onednn_graph._impl import (as_f32 as _as_f32, call as _call, casts as _cast
                                 kernels as _kernels, lowering as _lowering, support as _support)
 from onednn_graph._impl.dtypes import dtype_name
 from onednn_graph._impl import registry
-from helpers import random
+from helpers import assert_matches_reference, random
 
 KINDS = ["ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
          "ConvolutionBackwardData"]
@@ -168,7 +168,8 @@ def test_a_chain_reads_strided_inputs_and_writes_a_strided_out_where_they_lie(
         return
     casts = [s for s in op.chain.steps if isinstance(s[0], og._core.Cast)]
     assert len(casts) == sum(c.by_package for c in op.chain.converters)
-    assert all(c.by_package == (not c.reorder.startswith("jit")) for c in op.chain.converters)
+    # (these tensors are small: the package converts them whatever oneDNN's reorder is)
+    assert all(c.by_package for c in op.chain.converters)
     f32 = [a.astype(np.float32) for a in views]
     expected = getattr(og.ops, registry.function(kind))(*f32, **p.kwargs)
     np.testing.assert_array_equal(out, expected.astype(out.dtype))
@@ -323,3 +324,80 @@ def test_a_chain_tunes_like_any_op():
     assert dtype_name(got.dtype) == "bf16"
     result = _support._check(p, got)
     assert result.ok, str(result)
+
+
+# (kind, groups, dtype, MFLOP, oneDNN ISA, oneDNN version, runs as the f32 chain): the
+# rule of _kernels.faster_in_f32 for an op oneDNN has an optimized kernel for.
+FASTER_IN_F32 = [
+    ("ConvTranspose", 1, "bf16", 16, "avx512_core_bf16", (3, 2), True),
+    ("ConvTransposeBackwardData", 1, "f16", 16, "avx512_core_fp16", (3, 2), True),
+    ("ConvTransposeBackwardWeights", 1, "bf16", 16, "avx512_core", (3, 2), True),
+    ("ConvTranspose", 64, "bf16", 16, "avx512_core_bf16", (3, 2), True),  # depthwise: 13-16x
+    ("ConvTransposeBackwardData", 64, "bf16", 16, "avx512_core_bf16", (3, 2), False),
+    ("ConvTransposeBackwardWeights", 2, "bf16", 16, "avx512_core_bf16", (3, 2), False),
+    ("ConvTranspose", 1, "bf16", 0.01, "avx512_core_bf16", (3, 2), False),  # tiny
+    ("ConvTranspose", 1, "bf16", 16, "avx512_core_amx", (3, 2), False),  # AMX: not measured
+    ("ConvTranspose", 1, "bf16", 16, "avx512_core_bf16", (3, 13), False),  # another oneDNN
+    ("ConvTranspose", 1, "f32", 16, "avx512_core_bf16", (3, 2), False),
+]
+
+
+@pytest.mark.parametrize("kind, groups, dtype, mflop, isa, version, chain", FASTER_IN_F32)
+def test_where_oneDNN_s_own_low_precision_kernel_is_slower_than_the_chain(
+        kind, groups, dtype, mflop, isa, version, chain):
+    """The rule table, for any CPU and version (measured: _kernels.faster_in_f32)."""
+    native = _kernels.Kernel("native", "brg_conv:" + isa)
+    flops = int(mflop * 1e6)
+    assert _kernels.faster_in_f32(native, kind, groups, dtype, flops, isa, version) == chain
+    # A missing or reference kernel is another rule (needs_f32), never this one.
+    for other in ("none", "reference"):
+        assert not _kernels.faster_in_f32(_kernels.Kernel(other, ""), kind, groups, dtype, flops,
+                                          isa, version)
+
+
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_problem_runs_as_the_rule_says_here_and_tuning_measures_both_forms(rng, kind, dtype):
+    """A 5-MFLOP problem (above F32_FROM_FLOPS): the chain exactly where this CPU's
+    oneDNN has no kernel (or a reference one), or the rule finds its kernel slower;
+    tune=True times oneDNN's own kernel and the chain wherever both exist and keeps
+    what it measured faster (stored in the tuning database). Truth: the reference."""
+    # NXC, 16 -> 16 channels, 16x16 positions, a 3x2 kernel, stride 2: 2.4 MFLOP
+    x_shape, w_shape = (2, 16, 16, 16), (3, 2, 16, 16)
+    kw = dict(strides=2, pads_begin=1, pads_end=0, data_format="NXC")
+    x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
+    y_shape = og.output_shape("ConvTranspose", [x_shape, w_shape], **kw)
+    y = random(rng, y_shape, dtype)
+    call = {"ConvTranspose": (og.conv_transpose, (x, w), {}),
+            "ConvTransposeBackwardData": (og.conv_transpose_backward_data, (y, w), {}),
+            "ConvTransposeBackwardWeights": (og.conv_transpose_backward_weights, (x, y),
+                                             dict(weights_shape=w_shape)),
+            "ConvolutionBackwardData": (og.convolution_backward_data, (x, w.transpose(0, 1, 3, 2)),
+                                        dict(dst_shape=y_shape, weights_format="XIO"))}[kind]
+    fn, args, extra = call
+    og.clear_cache()
+    got = fn(*args, **kw, **extra)
+    [op] = _compiled.CACHE.ops()
+    taken = [a.shape for a in args]
+    probe = _kernels.for_op(op.kind, op.attrs, dtype, [taken[i] for i in op.input_order]
+                            if getattr(op, "input_order", ()) else taken, got.shape)
+    flops = 2 * 2 * 16 * 16 * 3 * 2 * 16 * 16
+    expected = probe.status != "native" or _kernels.faster_in_f32(
+        probe, op.kind, 1, dtype, flops)
+    assert isinstance(op, _as_f32.F32Chain) == expected, (op.lowering, probe)
+    if expected and probe.status == "native":
+        assert "faster than" in op.lowering
+    ref = getattr(og.reference, registry.function(kind))
+    terms = 16 * 3 * 2 if kind != "ConvTransposeBackwardWeights" else 2 * 16 * 16
+    assert_matches_reference(got, ref, args, dict(kw, **extra), dtype, terms)
+    inputs = dict(zip(registry.input_names(kind), args))
+    tuned = og.compile_op(kind, **inputs, **kw, **extra, tune=True)
+    if probe.status == "native":  # both forms exist: both were timed
+        assert any("TypeCasts" in label for label in tuned.tuning), tuned.tuning
+        assert any("TypeCasts" not in label for label in tuned.tuning), tuned.tuning
+    assert_matches_reference(tuned(*args), ref, args, dict(kw, **extra), dtype, terms)
+    # The decision replays from the tuning database in the form it measured.
+    again = og.compile_op(kind, **inputs, **kw, **extra, tune=True)
+    assert isinstance(again._prepared.op, _as_f32.F32Chain) == \
+        isinstance(tuned._prepared.op, _as_f32.F32Chain)
+    assert again.lowering == tuned.lowering

@@ -18,9 +18,9 @@ from typing import Any, Hashable, Optional, Sequence
 import numpy as np
 
 from .. import _core, shapes
-from . import (arrays as _arrays, as_f32 as _as_f32, casts as _casts, compiled as _compiled, cost as _cost,
-               dtypes as _dtypes, kernels as _kernels, lowering as _lowering, plan as _plan,
-               tuning as _tuning, tuning_db as _tuning_db, unreached as _unreached)
+from . import (arrays as _arrays, as_f32 as _as_f32, casts as _casts, compiled as _compiled,
+               cost as _cost, dtypes as _dtypes, kernels as _kernels, lowering as _lowering,
+               plan as _plan, tuning as _tuning, tuning_db as _tuning_db, unreached as _unreached)
 from .dtypes import dtype_name
 from ..errors import UnsupportedError
 
@@ -162,8 +162,9 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
              "auto" if chosen_threads else threads])
         decision = _tuning_db.tuning_database().get(tune_key)
         decided = _decided_way(decision, cp)
+    in_f32: Optional[bool] = None  # the form the rules choose (_compile)
     if decided is not None:
-        way, threads = decided
+        way, threads, in_f32 = decided
     elif threads is None:
         threads = _cost.threads(size)
     op: Any = None
@@ -172,12 +173,14 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
                                   _compiled.meta(target), constants)
     elif way is not native:
         try:
-            op = _compile(way, dtype_name(dtype), arrays, target, constants, threads, size.flops)
+            op = _compile(way, dtype_name(dtype), arrays, target, constants, threads, size.flops,
+                          in_f32)
         except UnsupportedError:
             way, decided = native, None  # the faster formulation is a preference, not a need
     if op is None:
         try:
-            op = _compile(native, dtype_name(dtype), arrays, target, constants, threads, size.flops)
+            op = _compile(native, dtype_name(dtype), arrays, target, constants, threads, size.flops,
+                          in_f32)
         except UnsupportedError as exc:
             if native.kind == cp.spec.kind:
                 raise
@@ -188,11 +191,12 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
     if decided is not None and decision is not None:
         op.tuning = dict(decision.get("seconds", {})) or None
     elif tune_key is not None and target.size:
-        op = _tune(op, plan, input_shapes, native, arrays, target, constants, size.flops,
+        op = _tune(op, way, plan, input_shapes, native, arrays, target, constants, size.flops,
                    chosen_threads)
         _tuning_db.tuning_database().put(tune_key, {
             "problem": _problem_text(cp, inputs, result_shape), "kind": op.kind,
-            "lowering": op.lowering, "threads": op.threads, "seconds": op.tuning or {}})
+            "lowering": op.lowering, "threads": op.threads, "seconds": op.tuning or {},
+            "in_f32": isinstance(op, _as_f32.F32Chain)})
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, way.crop,
                     plan.attrs.data_format, out_perm)
 
@@ -206,16 +210,17 @@ def _out_layout(out_meta: Optional[tuple]) -> Optional[tuple]:
 
 
 def _decided_way(decision: Optional[dict[str, Any]], cp: _plan.CallPlan
-                 ) -> Optional[tuple[_lowering.NativeOp, int]]:
-    """The formulation and thread count a stored `decision` names for `cp`, or None
-    (no decision, or one naming a formulation this problem no longer has)."""
+                 ) -> Optional[tuple[_lowering.NativeOp, int, Optional[bool]]]:
+    """The formulation, thread count and form (in f32 or not; None: as the rules say)
+    a stored `decision` names for `cp`, or None (no decision, or one naming a
+    formulation this problem no longer has)."""
     if decision is None:
         return None
     # The default first: a decision for it keeps the default's description.
     ways = [cp.way, cp.native, *_lowering.alternatives(cp.plan, cp.input_shapes, cp.native)]
     for way in ways:
         if way.kind == decision.get("kind"):
-            return way, int(decision.get("threads", 0))
+            return way, int(decision.get("threads", 0)), decision.get("in_f32")
     return None
 
 
@@ -229,18 +234,23 @@ def _problem_text(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], result: Sequ
 
 def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], target: np.ndarray,
              constants: Optional[dict[int, np.ndarray]], threads: int,
-             flops: Optional[int] = None) -> Any:
+             flops: Optional[int] = None, in_f32: Optional[bool] = None) -> Any:
     """`way` compiled for the call's arrays and result: a CompiledOp, or an F32Chain
     where this CPU's oneDNN has no kernel for it in a bf16/f16 `dtype`, or only its
-    reference kernel (``_impl.kernels``), or fails to compile it in that dtype (its
-    batch in parts where that pays, ``_as_f32.batch_rows``, for an op of `flops`;
-    None: at once)."""
+    reference kernel (``_impl.kernels``), or one slower than the chain
+    (``_kernels.faster_in_f32``, for an op of `flops`; None: unknown), or fails to
+    compile it in that dtype. `in_f32` overrides the speed rule where oneDNN has an
+    optimized kernel (tuning measures both forms). A chain runs its batch in parts
+    where that pays (``_as_f32.batch_rows``)."""
     metas, out = [_compiled.meta(a) for a in arrays], _compiled.meta(target)
     taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
     args = (way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads)
     kernel = _kernels.probed(way.kind, way.attrs, dtype, taken, target.shape)
     rows = _as_f32.batch_rows(way.kind, taken, target.shape, flops) if flops is not None else 0
-    if kernel is not None and kernel.status != "native":
+    groups = int(way.attrs.get("groups", 1))
+    faster = in_f32 if in_f32 is not None else flops is not None and _kernels.faster_in_f32(
+        kernel, way.kind, groups, dtype, flops)
+    if kernel is not None and (kernel.status != "native" or faster):
         return _as_f32.F32Chain(*args, reason=_kernels.reason(kernel, dtype),
                                 needed=kernel.status == "none", rows=rows)
     try:
@@ -265,12 +275,14 @@ def _lowering_of(op: Any, way: _lowering.NativeOp) -> str:
     return way.lowering
 
 
-def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, native: _lowering.NativeOp,
-          arrays: list[np.ndarray], target: np.ndarray,
-          constants: Optional[dict[int, np.ndarray]], flops: int,
+def _tune(op: _compiled.CompiledOp, chosen: _lowering.NativeOp, plan: shapes.Plan,
+          input_shapes: list, native: _lowering.NativeOp, arrays: list[np.ndarray],
+          target: np.ndarray, constants: Optional[dict[int, np.ndarray]], flops: int,
           other_threads: bool) -> _compiled.CompiledOp:
-    """The fastest of `op` and the problem's other lowerings (same crop, same arrays;
-    `native` is ``_lowering.lower``'s answer, which `op` may run another way),
+    """The fastest of `op` (formulation `chosen`) and the problem's other lowerings (same
+    crop, same arrays; `native` is ``_lowering.lower``'s answer, which `op` may run
+    another way), in both forms where a bf16/f16 op has them (oneDNN's own kernel and
+    the f32 chain),
     each also on the other thread count where `other_threads` (the caller did not
     fix the count) and the problem (of `flops`) is small enough for the choice to be
     close."""
@@ -278,18 +290,27 @@ def _tune(op: _compiled.CompiledOp, plan: shapes.Plan, input_shapes: list, nativ
     if other_threads and _core.can_limit_threads() and flops < _TUNE_THREADS_BELOW:
         counts.append(1 if op.threads != 1 else 0)
     candidates = []
+    # bf16/f16 where oneDNN has an optimized kernel: that kernel, and the f32 chain.
+    forms: list[Optional[bool]] = [None]
+    if op.dtype in _dtypes.LOW_PRECISION and not (isinstance(op, _as_f32.F32Chain) and op.needed):
+        forms = [False, True]
     # Every formulation has its own op kind; `op` is one of them (the default).
     for way in [native, *_lowering.alternatives(plan, input_shapes, native)]:
         for threads in counts:
-            if way.kind == op.kind and threads == op.threads:
-                candidates.append(op)
-                continue
-            try:
-                compiled = _compile(way, op.dtype, arrays, target, constants, threads, flops)
-            except UnsupportedError:
-                continue  # oneDNN 3.2 cannot compile this formulation here; the others remain
-            compiled.lowering = op.lowering if way.kind == op.kind else _lowering_of(compiled, way)
-            candidates.append(compiled)
+            for in_f32 in forms:
+                if way.kind == op.kind and threads == op.threads and \
+                        in_f32 in (None, isinstance(op, _as_f32.F32Chain)):
+                    candidates.append(op)
+                    continue
+                try:
+                    compiled = _compile(way, op.dtype, arrays, target, constants, threads, flops,
+                                        in_f32)
+                except UnsupportedError:
+                    continue  # oneDNN 3.2 cannot compile this formulation here; the others remain
+                if in_f32 is not None and isinstance(compiled, _as_f32.F32Chain) != in_f32:
+                    continue  # no such form of it (oneDNN has no kernel of the dtype for it)
+                compiled.lowering = _lowering_of(compiled, chosen if way.kind == chosen.kind else way)
+                candidates.append(compiled)
     if len(candidates) == 1:
         return op
     best, timings = _tuning.fastest(candidates, arrays, target)

@@ -9,17 +9,23 @@ gives bit for bit what ml_dtypes and NumPy give (upcasts exact, downcasts rounde
 to nearest even). Which reorder oneDNN would run is asked of the linked library
 for the very tensors of the cast (``_core.reorder_impl``), never read off a table
 of CPUs: a ``jit:`` reorder stays oneDNN's, any other (``simple:any``, a
-reference one) is replaced by the package's conversion.
+reference one) is replaced by the package's conversion. Below ``SMALL_ELEMENTS``
+the package converts even where oneDNN's reorder is jit: there the TypeCast's own
+partition costs more than the conversion (``python benchmarks/casts.py``, Sapphire
+Rapids, oneDNN 3.2 ``jit:uni``: oneDNN's TypeCast takes 3.2-4.5x the package's time at
+4096 elements, 1.03-1.32x at 65536, 1.04-1.08x at 2**20; at 2**24 0.92-1.06x).
 
-One difference from oneDNN's own TypeCast remains, and the package's is the
-IEEE one: oneDNN 3.2's ``simple:any`` f32 -> bf16 flushes results below bf16's
-smallest normal (subnormals) to zero; the package keeps them, as ml_dtypes does
-(tests/api/test_casts.py pins both).
+Where it differs from oneDNN 3.2's own TypeCast, the package's conversion is the
+IEEE one, as ml_dtypes' and NumPy's: 3.2 flushes bf16 subnormal results to zero
+(``simple:any``, and ``jit:uni`` where it uses the AVX512-BF16 instruction), its
+``simple:any`` turns -0 into +0, and both quiet a signalling NaN
+(tests/native/test_casts.py pins each).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, NamedTuple, Sequence
 
 from .. import _core
@@ -39,6 +45,10 @@ class Converter(NamedTuple):
         return self.who == "package"
 
 
+#: Tensors of fewer elements are converted by the package whatever oneDNN's reorder is.
+SMALL_ELEMENTS = 1 << 20
+
+
 @functools.lru_cache(maxsize=1024)
 def _converter(source: str, target: str, shape: tuple[int, ...], source_strides: tuple[int, ...],
                target_strides: tuple[int, ...]) -> Converter:
@@ -47,7 +57,8 @@ def _converter(source: str, target: str, shape: tuple[int, ...], source_strides:
                                      list(target_strides))
     except Error as exc:
         return Converter("package", f"none ({exc.message})")
-    return Converter("oneDNN" if reorder.startswith("jit") else "package", reorder)
+    small = math.prod(shape) < SMALL_ELEMENTS
+    return Converter("oneDNN" if reorder.startswith("jit") and not small else "package", reorder)
 
 
 def converter(source: Any, target: Any) -> Converter:
@@ -64,19 +75,21 @@ def describe(converters: Sequence[Converter]) -> str:
         return f"converted by the package ({_core.cast_path()}; oneDNN's reorder here: {reorders})"
     if not any(c.by_package for c in converters):
         return f"converted by oneDNN ({reorders})"
-    return f"converted by the package where oneDNN's reorder is not jit ({reorders})"
+    return (f"converted by the package where oneDNN's reorder is not jit or the tensor is small, "
+            f"else by oneDNN ({reorders})")
 
 
 # The tensor summary() asks about: the f32 chain's usual cast, between C-contiguous
 # tensors of a data-sized shape.
-_TYPICAL_SHAPE = (2, 16, 15, 15)
+_TYPICAL_SHAPE = (8, 64, 64, 32)
 
 
 def summary() -> list[dict[str, str]]:
     """Per conversion an f32 chain makes (bf16/f16 to f32 and back), on C-contiguous
-    tensors of a typical shape: the reorder oneDNN has for it on this CPU
-    (``onednn_reorder``) and who converts (``by``: ``"package"`` or ``"oneDNN"``),
-    with the package's code path (``package_path``: avx512, avx2 or portable)."""
+    tensors of a typical shape (of ``SMALL_ELEMENTS`` or more): the reorder oneDNN has
+    for it on this CPU (``onednn_reorder``) and who converts (``by``: ``"package"`` or
+    ``"oneDNN"``), with the package's code path (``package_path``: avx512, avx2 or
+    portable). Smaller tensors the package converts."""
     dense = tuple(_core.LogicalTensor(0, "f32", _TYPICAL_SHAPE).strides)  # C-contiguous
     rows = []
     for low in _dtypes.LOW_PRECISION:

@@ -31,7 +31,10 @@ def capabilities() -> dict[str, Any]:
     op and dtype saying which kernel the linked oneDNN has for it on this CPU
     (``kernel``: native, reference or none, and its ``implementation``) and
     how the package runs it (``runs``: native, or ``f32 chain``: in f32 between
-    oneDNN TypeCasts), ``conversions``: ``_casts.summary()``, one dict per
+    oneDNN TypeCasts), ``faster_in_f32``: whether bf16/f16 problems from
+    ``from_flops`` FLOPs run as the f32 chain here even where oneDNN has a kernel of
+    its own (``_kernels.faster_in_f32``: measured slower on this oneDNN and ISA),
+    ``conversions``: ``_casts.summary()``, one dict per
     conversion an f32 chain makes (bf16/f16 to f32 and back) saying who converts
     (``by``: the package where oneDNN's reorder for it here is not a jit one,
     ``onednn_reorder``, else oneDNN) and the package's code path
@@ -65,6 +68,7 @@ def capabilities() -> dict[str, Any]:
         "constant_tensor_cache": _core.get_constant_tensor_cache(),
         "kernels": _kernels.summary(),
         "conversions": _casts.summary(),
+        "faster_in_f32": _kernels.faster_in_f32_summary(),
         "support": _support(),
         # post-ops oneDNN fuses after each op (onednn_graph.post), probed now
         "fusion": {chain: _fused.fusable(chain) for chain in _fused.CHAINS},
@@ -82,6 +86,11 @@ def report(caps: dict[str, Any]) -> str:
         f"constant-tensor cache: {'on' if caps['constant_tensor_cache'] else 'off'}",
     ]
     lines.append(_kernel_table(caps["cpu_isa"], caps["kernels"]))
+    f = caps["faster_in_f32"]
+    if f["applies"]:
+        lines.append(f"\nbf16/f16 problems of {f['from_flops'] / 1e6:.0f} MFLOP or more run as the f32 "
+                     f"chain here even where oneDNN has a kernel of its own (groups = 1, or a "
+                     f"ConvTranspose): oneDNN {f['onednn']}'s own kernels measured slower on {f['isa']}.")
     lines.append("\nConversions of an f32 chain (the package's where oneDNN's reorder is not jit):")
     for c in caps["conversions"]:
         by = f"the package ({c['package_path']})" if c["by"] == "package" else "oneDNN"

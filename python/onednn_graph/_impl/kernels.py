@@ -126,6 +126,67 @@ def needs_f32(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequen
     return k is not None and k.status != "native"
 
 
+#: Where oneDNN's own optimized bf16/f16 kernels were measured slower than the f32 chain
+#: (the op in f32 between the package's or oneDNN's casts): (major, minor) -> the ISAs
+#: (``cpu_isa()``) it was measured on. AVX-512 without AMX: the bf16 kernels emulate
+#: bf16 arithmetic below ``avx512_core_bf16`` and are unamortized Cooper Lake kernels
+#: above it; AMX was not measured, so its kernels are kept.
+FASTER_IN_F32: dict[tuple[int, int], tuple[str, ...]] = {
+    (3, 2): ("avx512_core", "avx512_core_vnni", "avx512_core_bf16", "avx512_core_fp16")}
+#: Below this many FLOPs an op keeps its own low-precision kernel: the chain's casts
+#: and extra partitions cost more there than the f32 kernel saves.
+F32_FROM_FLOPS = 1 << 20
+
+
+def faster_in_f32(kernel: Kernel | None, kind: str, groups: int, dtype: str, flops: int,
+                  isa: str | None = None, onednn: tuple[int, int] | None = None) -> bool:
+    """Whether a bf16/f16 op that oneDNN runs on an optimized kernel of its own
+    (`kernel`) runs faster as the f32 chain: op `kind` (as handed to oneDNN) with
+    `groups`, of `flops`, on oneDNN ISA `isa` (default: this CPU's) with oneDNN
+    `onednn` (default: the linked one's (major, minor)).
+
+    Measured with oneDNN 3.2 on a 2-core Sapphire Rapids VM without AMX
+    (``avx512_core_fp16``) and the same capped at ``AVX512_CORE_BF16`` and
+    ``AVX512_CORE``, on the suite's 64 configurations per dtype, side by side
+    (time over the f32 op's): bf16 natively a median 1.58x (ConvTranspose with
+    groups > 1 13-16x: oneDNN runs depthwise as a blocked brg_conv), the chain 1.14x;
+    capped at AVX512_CORE (bf16 emulated) natively 3.28x, the chain 1.13x; f16
+    ConvTransposeBackwardData (the one op with an f16 kernel) natively 1.04-1.77x,
+    the chain 1.03-1.20x. oneDNN's own kernel stays faster on tiny problems (the
+    suite's 0.01 MFLOP case: 0.5-0.9x against the chain's 1.4-1.7x) and on grouped
+    backward ops (depthwise ConvTransposeBackwardData and -Weights in NCX: 0.85-0.87x
+    against 1.23-1.25x); the largest layer (DCGAN-1, 1 GFLOP) was 0.90-1.16x against
+    1.04-1.10x, a draw. So: groups = 1 (or a ConvTranspose), from ``F32_FROM_FLOPS``.
+    """
+    if kernel is None or kernel.status != "native" or dtype not in _dtypes.LOW_PRECISION:
+        return False
+    isa = isa or _version.cpu_isa()
+    onednn = onednn or (_version.onednn_version().major, _version.onednn_version().minor)
+    if isa not in FASTER_IN_F32.get(onednn, ()) or flops < F32_FROM_FLOPS:
+        return False
+    return groups == 1 or kind == _registry.CONV_TRANSPOSE
+
+
+def faster_in_f32_summary() -> dict[str, Any]:
+    """``faster_in_f32``'s rule here: whether it applies (``applies``), from how many
+    FLOPs (``from_flops``), for this ``isa`` and ``onednn`` version."""
+    v = _version.onednn_version()
+    isa = _version.cpu_isa()
+    return {"applies": isa in FASTER_IN_F32.get((v.major, v.minor), ()), "from_flops": F32_FROM_FLOPS,
+            "isa": isa, "onednn": f"{v.major}.{v.minor}"}
+
+
+def runs_in_f32(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],
+                output_shape: Sequence[int], flops: int) -> bool:
+    """Whether the package runs op `kind` (as handed to oneDNN) in f32 between TypeCasts:
+    its bf16/f16 kernel here is missing or only the reference one (``needs_f32``), or
+    slower than the chain (``faster_in_f32``, for an op of `flops`)."""
+    k = probed(kind, attrs, dtype, input_shapes, output_shape)
+    if k is None:
+        return False
+    return k.status != "native" or faster_in_f32(k, kind, int(attrs.get("groups", 1)), dtype, flops)
+
+
 def reason(kernel: Kernel | None, dtype: str) -> str:
     """Why an op runs in f32 between TypeCasts (``Operation.lowering``): the probe's
     `kernel`, or None when oneDNN failed to compile the op in `dtype` unforeseen."""
@@ -134,6 +195,8 @@ def reason(kernel: Kernel | None, dtype: str) -> str:
         return f"{where} could not compile it in {dtype}"
     if kernel.status == "reference":
         return f"{where} has only its reference kernel for it in {dtype} ({kernel.implementation})"
+    if kernel.status == "native":
+        return f"faster than {where}'s own {dtype} kernel for it ({kernel.implementation})"
     return f"{where} has no {dtype} kernel for it"
 
 

@@ -75,11 +75,12 @@ def shape_arg(name: str, value: Any) -> Optional[tuple[int, ...]]:
 
 
 def _runs_in(way: _lowering.NativeOp, dtype: str, plan: shapes.Plan,
-             input_shapes: Sequence[Sequence[int]]) -> str:
-    """The dtype formulation `way` of `plan` runs in on this CPU: `dtype`, or f32 where
-    this CPU's oneDNN has no kernel (or only its reference one) for it in bf16/f16
-    (``_kernels``: the chain of ``_impl.as_f32``). The shapes are those the op is
-    compiled for: after the crop, in the order `way` takes its inputs."""
+             input_shapes: Sequence[Sequence[int]], flops: int) -> str:
+    """The dtype formulation `way` of `plan` (`flops`) runs in on this CPU: `dtype`, or
+    f32 where this CPU's oneDNN has no kernel (or only its reference one) for it in
+    bf16/f16, or one slower than the f32 chain (``_kernels.runs_in_f32``). The shapes
+    are those the op is compiled for: after the crop, in the order `way` takes its
+    inputs."""
     if dtype not in _dtypes.LOW_PRECISION or way.unreached:
         return dtype
     taken, output = [tuple(s) for s in input_shapes], tuple(plan.output_shape)
@@ -91,7 +92,7 @@ def _runs_in(way: _lowering.NativeOp, dtype: str, plan: shapes.Plan,
             output = _lowering.cropped(output, plan.attrs.data_format, way.crop)
     if way.input_order:
         taken = [taken[i] for i in way.input_order]
-    return "f32" if _kernels.needs_f32(way.kind, way.attrs, dtype, taken, output) else dtype
+    return "f32" if _kernels.runs_in_f32(way.kind, way.attrs, dtype, taken, output, flops) else dtype
 
 
 def plan_call(kind: str, names: Sequence[str], inputs: Sequence[Any],
@@ -122,9 +123,10 @@ def plan_call(kind: str, names: Sequence[str], inputs: Sequence[Any],
     # CPU's oneDNN runs as the f32 chain is an f32 problem (unless the rule's
     # formulation has a kernel of its own in the dtype, which f32 timings say nothing of).
     name = dtype_name(dtype)
-    runs_in = _runs_in(native, name, plan, input_shapes)
+    runs_in = _runs_in(native, name, plan, input_shapes, size.flops)
     way = _lowering.preferred(plan, input_shapes, native, runs_in, flops=size.flops)
-    if runs_in != name and way is not native and _runs_in(way, name, plan, input_shapes) == name:
+    if runs_in != name and way is not native and \
+            _runs_in(way, name, plan, input_shapes, size.flops) == name:
         way = _lowering.preferred(plan, input_shapes, native, name, flops=size.flops)
     result_shape, out_perm = tuple(plan.output_shape), None
     if legacy_filter is not None:
