@@ -329,29 +329,31 @@ def test_a_chain_tunes_like_any_op():
 # (kind, groups, dtype, MFLOP, oneDNN ISA, oneDNN version, runs as the f32 chain): the
 # rule of _kernels.faster_in_f32 for an op oneDNN has an optimized kernel for.
 FASTER_IN_F32 = [
-    ("ConvTranspose", 1, "bf16", 16, "avx512_core_bf16", (3, 2), True),
-    ("ConvTransposeBackwardData", 1, "f16", 16, "avx512_core_fp16", (3, 2), True),
-    ("ConvTransposeBackwardWeights", 1, "bf16", 16, "avx512_core", (3, 2), True),
-    ("ConvTranspose", 64, "bf16", 16, "avx512_core_bf16", (3, 2), True),  # depthwise: 13-16x
-    ("ConvTransposeBackwardData", 64, "bf16", 16, "avx512_core_bf16", (3, 2), False),
-    ("ConvTransposeBackwardWeights", 2, "bf16", 16, "avx512_core_bf16", (3, 2), False),
-    ("ConvTranspose", 1, "bf16", 0.01, "avx512_core_bf16", (3, 2), False),  # tiny
-    ("ConvTranspose", 1, "bf16", 16, "avx512_core_amx", (3, 2), False),  # AMX: not measured
-    ("ConvTranspose", 1, "bf16", 16, "avx512_core_bf16", (3, 13), False),  # another oneDNN
-    ("ConvTranspose", 1, "f32", 16, "avx512_core_bf16", (3, 2), False),
+    ("ConvTranspose", 1, "NCX", "bf16", 16, "avx512_core_bf16", (3, 2), True),
+    ("ConvTransposeBackwardData", 1, "NXC", "f16", 16, "avx512_core_fp16", (3, 2), True),
+    ("ConvTransposeBackwardWeights", 1, "NCX", "bf16", 16, "avx512_core", (3, 2), True),
+    ("ConvTranspose", 64, "NXC", "bf16", 16, "avx512_core_bf16", (3, 2), True),  # depthwise: 13-16x
+    ("ConvTransposeBackwardData", 64, "NCX", "bf16", 16, "avx512_core_bf16", (3, 2), False),
+    ("ConvTransposeBackwardWeights", 2, "NCX", "bf16", 16, "avx512_core_bf16", (3, 2), False),
+    ("ConvTransposeBackwardWeights", 64, "NXC", "bf16", 16, "avx512_core_bf16", (3, 2), True),
+    ("ConvolutionBackwardWeights", 1, "NXC", "bf16", 0.01, "avx512_core", (3, 2), True),
+    ("ConvTranspose", 1, "NXC", "bf16", 0.01, "avx512_core_bf16", (3, 2), False),  # tiny
+    ("ConvTranspose", 1, "NXC", "bf16", 16, "avx512_core_amx", (3, 2), False),  # AMX: not measured
+    ("ConvTranspose", 1, "NXC", "bf16", 16, "avx512_core_bf16", (3, 13), False),  # another oneDNN
+    ("ConvTranspose", 1, "NXC", "f32", 16, "avx512_core_bf16", (3, 2), False),
 ]
 
 
-@pytest.mark.parametrize("kind, groups, dtype, mflop, isa, version, chain", FASTER_IN_F32)
+@pytest.mark.parametrize("kind, groups, data_format, dtype, mflop, isa, version, chain", FASTER_IN_F32)
 def test_where_oneDNN_s_own_low_precision_kernel_is_slower_than_the_chain(
-        kind, groups, dtype, mflop, isa, version, chain):
+        kind, groups, data_format, dtype, mflop, isa, version, chain):
     """The rule table, for any CPU and version (measured: _kernels.faster_in_f32)."""
     native = _kernels.Kernel("native", "brg_conv:" + isa)
-    flops = int(mflop * 1e6)
-    assert _kernels.faster_in_f32(native, kind, groups, dtype, flops, isa, version) == chain
+    flops, attrs = int(mflop * 1e6), dict(groups=groups, data_format=data_format)
+    assert _kernels.faster_in_f32(native, kind, attrs, dtype, flops, isa, version) == chain
     # A missing or reference kernel is another rule (needs_f32), never this one.
     for other in ("none", "reference"):
-        assert not _kernels.faster_in_f32(_kernels.Kernel(other, ""), kind, groups, dtype, flops,
+        assert not _kernels.faster_in_f32(_kernels.Kernel(other, ""), kind, attrs, dtype, flops,
                                           isa, version)
 
 
@@ -383,7 +385,7 @@ def test_a_problem_runs_as_the_rule_says_here_and_tuning_measures_both_forms(rng
                             if getattr(op, "input_order", ()) else taken, got.shape)
     flops = 2 * 2 * 16 * 16 * 3 * 2 * 16 * 16
     expected = probe.status != "native" or _kernels.faster_in_f32(
-        probe, op.kind, 1, dtype, flops)
+        probe, op.kind, op.attrs, dtype, flops)
     assert isinstance(op, _as_f32.F32Chain) == expected, (op.lowering, probe)
     if expected and probe.status == "native":
         assert "faster than" in op.lowering

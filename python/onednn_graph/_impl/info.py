@@ -88,9 +88,10 @@ def report(caps: dict[str, Any]) -> str:
     lines.append(_kernel_table(caps["cpu_isa"], caps["kernels"]))
     f = caps["faster_in_f32"]
     if f["applies"]:
-        lines.append(f"\nbf16/f16 problems of {f['from_flops'] / 1e6:.0f} MFLOP or more run as the f32 "
-                     f"chain here even where oneDNN has a kernel of its own (groups = 1, or a "
-                     f"ConvTranspose): oneDNN {f['onednn']}'s own kernels measured slower on {f['isa']}.")
+        lines.append(f"\nbf16/f16 problems of {f['from_flops'] / 1e6:.0f} MFLOP or more (groups = 1, or a "
+                     f"ConvTranspose) and NXC weights gradients run as the f32 chain here even where "
+                     f"oneDNN has a kernel of its own: oneDNN {f['onednn']}'s measured slower on "
+                     f"{f['isa']}.")
     lines.append("\nConversions of an f32 chain (the package's where oneDNN's reorder is not jit):")
     for c in caps["conversions"]:
         by = f"the package ({c['package_path']})" if c["by"] == "package" else "oneDNN"

@@ -138,12 +138,13 @@ FASTER_IN_F32: dict[tuple[int, int], tuple[str, ...]] = {
 F32_FROM_FLOPS = 1 << 20
 
 
-def faster_in_f32(kernel: Kernel | None, kind: str, groups: int, dtype: str, flops: int,
+def faster_in_f32(kernel: Kernel | None, kind: str, attrs: dict[str, Any], dtype: str, flops: int,
                   isa: str | None = None, onednn: tuple[int, int] | None = None) -> bool:
     """Whether a bf16/f16 op that oneDNN runs on an optimized kernel of its own
-    (`kernel`) runs faster as the f32 chain: op `kind` (as handed to oneDNN) with
-    `groups`, of `flops`, on oneDNN ISA `isa` (default: this CPU's) with oneDNN
-    `onednn` (default: the linked one's (major, minor)).
+    (`kernel`) runs faster as the f32 chain: op `kind` with `attrs` (as handed to
+    oneDNN: its groups and data format count), of `flops`, on oneDNN ISA `isa`
+    (default: this CPU's) with oneDNN `onednn` (default: the linked one's (major,
+    minor)).
 
     Measured with oneDNN 3.2 on a 2-core Sapphire Rapids VM without AMX
     (``avx512_core_fp16``) and the same capped at ``AVX512_CORE_BF16`` and
@@ -153,18 +154,24 @@ def faster_in_f32(kernel: Kernel | None, kind: str, groups: int, dtype: str, flo
     capped at AVX512_CORE (bf16 emulated) natively 3.28x, the chain 1.13x; f16
     ConvTransposeBackwardData (the one op with an f16 kernel) natively 1.04-1.77x,
     the chain 1.03-1.20x. oneDNN's own kernel stays faster on tiny problems (the
-    suite's 0.01 MFLOP case: 0.5-0.9x against the chain's 1.4-1.7x) and on grouped
-    backward ops (depthwise ConvTransposeBackwardData and -Weights in NCX: 0.85-0.87x
-    against 1.23-1.25x); the largest layer (DCGAN-1, 1 GFLOP) was 0.90-1.16x against
-    1.04-1.10x, a draw. So: groups = 1 (or a ConvTranspose), from ``F32_FROM_FLOPS``.
+    suite's 0.01 MFLOP case: 0.7-1.0x against the chain's 1.03-1.10x) and on grouped
+    backward-data ops and NCX backward-weights (depthwise: 0.85-0.90x against
+    1.18-1.25x); the largest layer (DCGAN-1, 1 GFLOP) was 0.90-1.16x against
+    1.04-1.10x, a draw. Backward weights in NXC lose at every size (tiny 1.14-1.83x,
+    depthwise 2.7-3.3x, against 1.05-1.42x as the chain). So: NXC backward weights
+    always; otherwise from ``F32_FROM_FLOPS``, with groups = 1 or for a ConvTranspose.
     """
     if kernel is None or kernel.status != "native" or dtype not in _dtypes.LOW_PRECISION:
         return False
     isa = isa or _version.cpu_isa()
     onednn = onednn or (_version.onednn_version().major, _version.onednn_version().minor)
-    if isa not in FASTER_IN_F32.get(onednn, ()) or flops < F32_FROM_FLOPS:
+    if isa not in FASTER_IN_F32.get(onednn, ()):
         return False
-    return groups == 1 or kind == _registry.CONV_TRANSPOSE
+    if _registry.SPECS[kind].terms == "positions" and attrs.get("data_format") == "NXC":
+        return True  # a weights gradient (it sums over positions), channels-last
+    if flops < F32_FROM_FLOPS:
+        return False
+    return int(attrs.get("groups", 1)) == 1 or kind == _registry.CONV_TRANSPOSE
 
 
 def faster_in_f32_summary() -> dict[str, Any]:
@@ -184,7 +191,7 @@ def runs_in_f32(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequ
     k = probed(kind, attrs, dtype, input_shapes, output_shape)
     if k is None:
         return False
-    return k.status != "native" or faster_in_f32(k, kind, int(attrs.get("groups", 1)), dtype, flops)
+    return k.status != "native" or faster_in_f32(k, kind, attrs, dtype, flops)
 
 
 def reason(kernel: Kernel | None, dtype: str) -> str:
