@@ -329,18 +329,29 @@ def test_a_chain_tunes_like_any_op():
 # (kind, groups, dtype, MFLOP, oneDNN ISA, oneDNN version, runs as the f32 chain): the
 # rule of _kernels.faster_in_f32 for an op oneDNN has an optimized kernel for.
 FASTER_IN_F32 = [
-    ("ConvTranspose", 1, "NCX", "bf16", 16, "avx512_core_bf16", (3, 2), True),
+    # "most" (Sapphire Rapids without AMX; bf16 emulated below avx512_core_bf16)
+    ("ConvTranspose", 1, "NCX", "bf16", 16, "avx512_core_fp16", (3, 2), True),
     ("ConvTransposeBackwardData", 1, "NXC", "f16", 16, "avx512_core_fp16", (3, 2), True),
     ("ConvTransposeBackwardWeights", 1, "NCX", "bf16", 16, "avx512_core", (3, 2), True),
-    ("ConvTranspose", 64, "NXC", "bf16", 16, "avx512_core_bf16", (3, 2), True),  # depthwise: 13-16x
-    ("ConvTransposeBackwardData", 64, "NCX", "bf16", 16, "avx512_core_bf16", (3, 2), False),
-    ("ConvTransposeBackwardWeights", 2, "NCX", "bf16", 16, "avx512_core_bf16", (3, 2), False),
-    ("ConvTransposeBackwardWeights", 64, "NXC", "bf16", 16, "avx512_core_bf16", (3, 2), True),
+    ("ConvTranspose", 64, "NXC", "bf16", 16, "avx512_core_vnni", (3, 2), True),  # depthwise: 13-16x
+    ("ConvTransposeBackwardData", 64, "NCX", "bf16", 16, "avx512_core_fp16", (3, 2), False),
+    ("ConvTransposeBackwardWeights", 2, "NCX", "bf16", 16, "avx512_core", (3, 2), False),
     ("ConvolutionBackwardWeights", 1, "NXC", "bf16", 0.01, "avx512_core", (3, 2), True),
-    ("ConvTranspose", 1, "NXC", "bf16", 0.01, "avx512_core_bf16", (3, 2), False),  # tiny
+    ("ConvTranspose", 1, "NXC", "bf16", 0.01, "avx512_core_fp16", (3, 2), False),  # tiny
+    # "grouped" (AMD Zen 4: oneDNN's bf16 kernels about half the f32 time)
+    ("ConvTranspose", 1, "NCX", "bf16", 16, "avx512_core_bf16", (3, 2), False),  # 0.45-0.71x
+    ("ConvTranspose", 64, "NXC", "bf16", 16, "avx512_core_bf16", (3, 2), True),  # depthwise 18-20x
+    ("ConvolutionBackwardData", 64, "NCX", "bf16", 16, "avx512_core_bf16", (3, 2), True),  # 20-21x
+    ("ConvTransposeBackwardData", 64, "NCX", "bf16", 16, "avx512_core_bf16", (3, 2), False),
+    ("ConvTranspose", 64, "NXC", "bf16", 0.5, "avx512_core_bf16", (3, 2), False),  # under 1 MFLOP
+    ("ConvTransposeBackwardWeights", 64, "NXC", "bf16", 16, "avx512_core_bf16", (3, 2), True),
+    ("ConvTransposeBackwardWeights", 1, "NXC", "bf16", 16, "avx512_core_bf16", (3, 2), False),
+    ("ConvTransposeBackwardWeights", 1, "NXC", "bf16", 0.01, "avx512_core_bf16", (3, 2), True),  # tiny
+    ("ConvTransposeBackwardWeights", 2, "NCX", "bf16", 16, "avx512_core_bf16", (3, 2), False),
+    # elsewhere: oneDNN's kernel
     ("ConvTranspose", 1, "NXC", "bf16", 16, "avx512_core_amx", (3, 2), False),  # AMX: not measured
-    ("ConvTranspose", 1, "NXC", "bf16", 16, "avx512_core_bf16", (3, 13), False),  # another oneDNN
-    ("ConvTranspose", 1, "NXC", "f32", 16, "avx512_core_bf16", (3, 2), False),
+    ("ConvTranspose", 1, "NXC", "bf16", 16, "avx512_core_fp16", (3, 13), False),  # another oneDNN
+    ("ConvTranspose", 1, "NXC", "f32", 16, "avx512_core_fp16", (3, 2), False),
 ]
 
 

@@ -31,9 +31,9 @@ def capabilities() -> dict[str, Any]:
     op and dtype saying which kernel the linked oneDNN has for it on this CPU
     (``kernel``: native, reference or none, and its ``implementation``) and
     how the package runs it (``runs``: native, or ``f32 chain``: in f32 between
-    oneDNN TypeCasts), ``faster_in_f32``: whether bf16/f16 problems from
-    ``from_flops`` FLOPs run as the f32 chain here even where oneDNN has a kernel of
-    its own (``_kernels.faster_in_f32``: measured slower on this oneDNN and ISA),
+    oneDNN TypeCasts), ``faster_in_f32``: whether some bf16/f16 problems run
+    as the f32 chain here even where oneDNN has a kernel of its own, and which
+    (``_kernels.faster_in_f32_summary``: measured slower on this oneDNN and ISA),
     ``conversions``: ``_casts.summary()``, one dict per
     conversion an f32 chain makes (bf16/f16 to f32 and back) saying who converts
     (``by``: the package where oneDNN's reorder for it here is not a jit one,
@@ -88,10 +88,8 @@ def report(caps: dict[str, Any]) -> str:
     lines.append(_kernel_table(caps["cpu_isa"], caps["kernels"]))
     f = caps["faster_in_f32"]
     if f["applies"]:
-        lines.append(f"\nbf16/f16 problems of {f['from_flops'] / 1e6:.0f} MFLOP or more (groups = 1, or a "
-                     f"ConvTranspose) and NXC weights gradients run as the f32 chain here even where "
-                     f"oneDNN has a kernel of its own: oneDNN {f['onednn']}'s measured slower on "
-                     f"{f['isa']}.")
+        lines.append(f"\nbf16/f16 {f['text']} run as the f32 chain here even where oneDNN has a "
+                     f"kernel of its own: oneDNN {f['onednn']}'s measured slower on {f['isa']}.")
     lines.append("\nConversions of an f32 chain (the package's where oneDNN's reorder is not jit):")
     for c in caps["conversions"]:
         by = f"the package ({c['package_path']})" if c["by"] == "package" else "oneDNN"

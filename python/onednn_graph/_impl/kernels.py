@@ -127,12 +127,22 @@ def needs_f32(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequen
 
 
 #: Where oneDNN's own optimized bf16/f16 kernels were measured slower than the f32 chain
-#: (the op in f32 between the package's or oneDNN's casts): (major, minor) -> the ISAs
-#: (``cpu_isa()``) it was measured on. AVX-512 without AMX: the bf16 kernels emulate
-#: bf16 arithmetic below ``avx512_core_bf16`` and are unamortized Cooper Lake kernels
-#: above it; AMX was not measured, so its kernels are kept.
-FASTER_IN_F32: dict[tuple[int, int], tuple[str, ...]] = {
-    (3, 2): ("avx512_core", "avx512_core_vnni", "avx512_core_bf16", "avx512_core_fp16")}
+#: (the op in f32 between the package's or oneDNN's casts): (major, minor) -> {oneDNN
+#: ISA (``cpu_isa()``): the rule measured there}. "most": every problem from
+#: ``F32_FROM_FLOPS`` but grouped backward ops, and NXC weights gradients at every size
+#: (bf16 emulated below ``avx512_core_bf16``; Sapphire Rapids without AMX). "grouped":
+#: grouped ConvTranspose / ConvolutionBackwardData from ``F32_FROM_FLOPS``, NXC weights
+#: gradients grouped or tiny (AMD Zen 4, where the bf16 kernels take about half the f32
+#: time). AMX was not measured, so its kernels are kept. ``faster_in_f32`` has the figures.
+FASTER_IN_F32: dict[tuple[int, int], dict[str, str]] = {
+    (3, 2): {"avx512_core": "most", "avx512_core_vnni": "most", "avx512_core_bf16": "grouped",
+             "avx512_core_fp16": "most"}}
+#: Each rule in words (``faster_in_f32_summary``, ``onednn-graph info``).
+RULE_TEXT = {
+    "most": "problems of 1 MFLOP or more (groups = 1, or a ConvTranspose) and NXC weights gradients",
+    "grouped": "grouped ConvTranspose and ConvolutionBackwardData problems of 1 MFLOP or more, and NXC "
+               "weights gradients grouped or under 1 MFLOP",
+}
 #: Below this many FLOPs an op keeps its own low-precision kernel: the chain's casts
 #: and extra partitions cost more there than the f32 kernel saves.
 F32_FROM_FLOPS = 1 << 20
@@ -144,42 +154,58 @@ def faster_in_f32(kernel: Kernel | None, kind: str, attrs: dict[str, Any], dtype
     (`kernel`) runs faster as the f32 chain: op `kind` with `attrs` (as handed to
     oneDNN: its groups and data format count), of `flops`, on oneDNN ISA `isa`
     (default: this CPU's) with oneDNN `onednn` (default: the linked one's (major,
-    minor)).
+    minor)), by the rule ``FASTER_IN_F32`` names for them.
 
-    Measured with oneDNN 3.2 on a 2-core Sapphire Rapids VM without AMX
-    (``avx512_core_fp16``) and the same capped at ``AVX512_CORE_BF16`` and
-    ``AVX512_CORE``, on the suite's 64 configurations per dtype, side by side
-    (time over the f32 op's): bf16 natively a median 1.58x (ConvTranspose with
-    groups > 1 13-16x: oneDNN runs depthwise as a blocked brg_conv), the chain 1.14x;
-    capped at AVX512_CORE (bf16 emulated) natively 3.28x, the chain 1.13x; f16
-    ConvTransposeBackwardData (the one op with an f16 kernel) natively 1.04-1.77x,
-    the chain 1.03-1.20x. oneDNN's own kernel stays faster on tiny problems (the
-    suite's 0.01 MFLOP case: 0.7-1.0x against the chain's 1.03-1.10x) and on grouped
-    backward-data ops and NCX backward-weights (depthwise: 0.85-0.90x against
-    1.18-1.25x); the largest layer (DCGAN-1, 1 GFLOP) was 0.90-1.16x against
-    1.04-1.10x, a draw. Backward weights in NXC lose at every size (tiny 1.14-1.83x,
-    depthwise 2.7-3.3x, against 1.05-1.42x as the chain). So: NXC backward weights
-    always; otherwise from ``F32_FROM_FLOPS``, with groups = 1 or for a ConvTranspose.
+    Measured with oneDNN 3.2 on the suite's 64 configurations per dtype, side by
+    side, as time over the f32 op's (``python benchmarks/dtypes.py --own-kernels``):
+
+    - "most": on a 2-core Sapphire Rapids VM without AMX (``avx512_core_fp16``), bf16
+      natively a median 1.58x (ConvTranspose with groups > 1 13-16x: oneDNN runs
+      depthwise as a blocked brg_conv), the chain 1.14x; f16
+      ConvTransposeBackwardData (the one op with an f16 kernel) natively 1.04-1.77x,
+      the chain 1.03-1.20x. Capped at AVX512_CORE (bf16 emulated) 3.28x against
+      1.13x; on a 2-core AMD EPYC Zen 4 capped at AVX512_CORE and AVX512_CORE_VNNI
+      2.29-2.30x against 1.06-1.07x. oneDNN's own kernel stays faster on tiny problems
+      (the suite's 0.01 MFLOP case: 0.7-1.0x against the chain's 1.03-1.10x) and on
+      grouped backward-data ops and NCX backward-weights (depthwise: 0.85-0.90x
+      against 1.18-1.25x). Backward weights in NXC lose at every size (tiny
+      1.14-1.83x, depthwise 2.7-3.3x, against 1.05-1.42x as the chain).
+    - "grouped": on that AMD EPYC Zen 4 natively (``avx512_core_bf16``: AVX512-BF16
+      dot products), bf16 natively a median 0.64x, 0.30-0.81x on every groups = 1
+      problem from 1 MFLOP but the 3-D U-Net (0.97-1.25x against the chain's
+      1.07-1.13x, a draw); grouped ConvTranspose and ConvolutionBackwardData 18-21x
+      against 1.41-1.60x; NXC backward weights grouped 3.26x against 1.32x, tiny
+      1.79x against 1.08x. (Sapphire Rapids capped at AVX512_CORE_BF16 had measured
+      "most"; the CPUs that report this ISA are Zen 4 and Cooper Lake.)
     """
     if kernel is None or kernel.status != "native" or dtype not in _dtypes.LOW_PRECISION:
         return False
     isa = isa or _version.cpu_isa()
     onednn = onednn or (_version.onednn_version().major, _version.onednn_version().minor)
-    if isa not in FASTER_IN_F32.get(onednn, ()):
-        return False
-    if _registry.SPECS[kind].terms == "positions" and attrs.get("data_format") == "NXC":
-        return True  # a weights gradient (it sums over positions), channels-last
-    if flops < F32_FROM_FLOPS:
-        return False
-    return int(attrs.get("groups", 1)) == 1 or kind == _registry.CONV_TRANSPOSE
+    rule = FASTER_IN_F32.get(onednn, {}).get(isa)
+    grouped = int(attrs.get("groups", 1)) > 1
+    weights_nxc = _registry.SPECS[kind].terms == "positions" and attrs.get("data_format") == "NXC"
+    if rule == "most":
+        if weights_nxc:
+            return True  # a weights gradient (it sums over positions), channels-last
+        return flops >= F32_FROM_FLOPS and (not grouped or kind == _registry.CONV_TRANSPOSE)
+    if rule == "grouped":
+        if weights_nxc:
+            return grouped or flops < F32_FROM_FLOPS
+        return flops >= F32_FROM_FLOPS and grouped and kind in (_registry.CONV_TRANSPOSE,
+                                                                _registry.CONV_BWD_DATA)
+    return False
 
 
 def faster_in_f32_summary() -> dict[str, Any]:
-    """``faster_in_f32``'s rule here: whether it applies (``applies``), from how many
-    FLOPs (``from_flops``), for this ``isa`` and ``onednn`` version."""
+    """``faster_in_f32``'s rule here: whether one applies (``applies``), which
+    (``rule``, of ``FASTER_IN_F32``, and ``text``: the problems it runs as the chain),
+    from how many FLOPs (``from_flops``), for this ``isa`` and ``onednn`` version."""
     v = _version.onednn_version()
     isa = _version.cpu_isa()
-    return {"applies": isa in FASTER_IN_F32.get((v.major, v.minor), ()), "from_flops": F32_FROM_FLOPS,
+    rule = FASTER_IN_F32.get((v.major, v.minor), {}).get(isa)
+    return {"applies": rule is not None, "rule": rule, "text": RULE_TEXT.get(rule or "", ""),
+            "from_flops": F32_FROM_FLOPS,
             "isa": isa, "onednn": f"{v.major}.{v.minor}"}
 
 
