@@ -84,7 +84,9 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
         as a forward Convolution, ConvTransposeBackwardWeights as a
         ConvolutionBackwardWeights, ConvolutionBackwardData with groups = 1 as
         a ConvTranspose), compile each, time each on the given arrays (shapes: on ones) and keep
-        the fastest; ``Operation.tuning`` has the times. Costs a few calls'
+        the fastest where it beats the default clearly (``Operation.tuning_verdict``
+        says how it was decided; nothing is stored while other processes load the
+        CPU); ``Operation.tuning`` has the times. Costs a few calls'
         time once; the results agree within the package's error bound, not
         bit for bit.
     threads : int, optional
@@ -219,6 +221,14 @@ class Operation:
         """Median seconds per call of each way tried (lowering, and thread count
         where set) with ``tune=True``, else None."""
         return self._prepared.op.tuning
+
+    @property
+    def tuning_verdict(self) -> str:
+        """How ``tune=True`` decided, in words: the winner's median ratio to the
+        default and the rounds it won, "no clear winner ... the default stands", "the
+        machine was busy ... nothing stored", or that the tuning database held the
+        decision; "" without tuning."""
+        return self._prepared.op.tuning_verdict
 
     @property
     def compile_seconds(self) -> float:

@@ -6,7 +6,8 @@ Truth: the NumPy reference, with the package's derived bound
 geometry the native form handles (strides, pads, dilations, output_padding up
 to the cropped case), so that whichever one measures fastest, the result is
 right. Which one wins is the machine's business; the tests only check that the
-kept one is the fastest of the times recorded.
+kept one is the fastest of the times recorded, or the default where no candidate
+won clearly (test_tuning_verdict.py holds the decision rule).
 """
 
 import numpy as np
@@ -80,8 +81,13 @@ def test_tune_keeps_the_fastest_and_computes_the_op(kind):
     op = og.compile_op(kind, tune=True, **inputs, **p.kwargs)
     # two lowerings, each on both thread counts: the problem is small (_cost.SMALL_FLOPS)
     assert op.tuning is not None and len(op.tuning) == (4 if og._core.can_limit_threads() else 2)
+    # the fastest where it won clearly, else the default (_tuning.verdict)
     best = min(op.tuning, key=op.tuning.get)
-    assert best.startswith(op.lowering) and best.endswith("on 1 thread") == (op.threads == 1)
+    kept = best if "default stands" not in op.tuning_verdict else og.compile_op(
+        kind, **inputs, **p.kwargs).lowering
+    assert kept.startswith(op.lowering)
+    if kept == best:
+        assert best.endswith("on 1 thread") == (op.threads == 1)
     result = _support._check(p, op(*p.args))
     assert result.ok, str(result)
     assert og.compile_op(kind, **inputs, **p.kwargs).tuning is None
@@ -286,4 +292,5 @@ def test_tuning_a_problem_whose_default_is_an_alternative_times_the_native_op_to
                        tune=True, **p.kwargs)
     assert set(op.tuning) == {"native", "ConvolutionBackwardWeights of diff_dst and src (faster on "
                                         f"oneDNN {v[0]}.{v[1]} for f32 NXC with groups > 1 on {og.cpu_isa()})"}
-    assert op.lowering == min(op.tuning, key=op.tuning.get)
+    # the fastest where it won clearly, else the default (the alternative here)
+    assert op.lowering == min(op.tuning, key=op.tuning.get) or "default stands" in op.tuning_verdict

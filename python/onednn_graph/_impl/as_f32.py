@@ -303,6 +303,7 @@ class F32Chain:
         self.input_order = ()  # execute() takes the caller's order; the op reorders
         self.lowering = "native"
         self.tuning: Optional[dict[str, float]] = None
+        self.tuning_verdict = ""  # how tuning decided (_tuning.verdict)
         self.constants = {i: private_copy(a) for i, a in (constants or {}).items()}
         order = input_order or tuple(range(len(inputs)))
         #: Samples per part where the batch runs in parts (``batch_rows``), else 0; the

@@ -190,13 +190,15 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
     op.lowering = _lowering_of(op, way)
     if decided is not None and decision is not None:
         op.tuning = dict(decision.get("seconds", {})) or None
+        op.tuning_verdict = f"from the tuning database: {decision.get('verdict', 'fastest')}"
     elif tune_key is not None and target.size:
-        op = _tune(op, way, plan, input_shapes, native, arrays, target, constants, size.flops,
-                   chosen_threads)
-        _tuning_db.tuning_database().put(tune_key, {
-            "problem": _problem_text(cp, inputs, result_shape), "kind": op.kind,
-            "lowering": op.lowering, "threads": op.threads, "seconds": op.tuning or {},
-            "in_f32": isinstance(op, _as_f32.F32Chain)})
+        op, stored = _tune(op, way, plan, input_shapes, native, arrays, target, constants,
+                           size.flops, chosen_threads)
+        if stored:
+            _tuning_db.tuning_database().put(tune_key, {
+                "problem": _problem_text(cp, inputs, result_shape), "kind": op.kind,
+                "lowering": op.lowering, "threads": op.threads, "seconds": op.tuning or {},
+                "in_f32": isinstance(op, _as_f32.F32Chain), "verdict": op.tuning_verdict})
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, way.crop,
                     plan.attrs.data_format, out_perm)
 
@@ -277,7 +279,7 @@ def _lowering_of(op: Any, way: _lowering.NativeOp) -> str:
 def _tune(op: _compiled.CompiledOp, chosen: _lowering.NativeOp, plan: shapes.Plan,
           input_shapes: list, native: _lowering.NativeOp, arrays: list[np.ndarray],
           target: np.ndarray, constants: Optional[dict[int, np.ndarray]], flops: int,
-          other_threads: bool) -> _compiled.CompiledOp:
+          other_threads: bool) -> tuple[_compiled.CompiledOp, bool]:
     """The fastest of `op` (formulation `chosen`) and the problem's other lowerings (same
     crop, same arrays; `native` is ``_lowering.lower``'s answer, which `op` may run
     another way), in both forms where a bf16/f16 op has them (oneDNN's own kernel and
@@ -311,10 +313,13 @@ def _tune(op: _compiled.CompiledOp, chosen: _lowering.NativeOp, plan: shapes.Pla
                 compiled.lowering = _lowering_of(compiled, chosen if way.kind == chosen.kind else way)
                 candidates.append(compiled)
     if len(candidates) == 1:
-        return op
-    best, timings = _tuning.fastest(candidates, arrays, target)
-    best.tuning = timings
-    return best
+        op.tuning_verdict = "one way only: nothing to time"
+        return op, True
+    # The default first: the one a candidate must beat clearly (_tuning.verdict).
+    candidates.sort(key=lambda c: c is not op)
+    verdict = _tuning.fastest(candidates, arrays, target)
+    verdict.op.tuning, verdict.op.tuning_verdict = verdict.seconds, verdict.why
+    return verdict.op, verdict.stored
 
 
 def _freeze(value: Any) -> Hashable:

@@ -90,6 +90,7 @@ class CompiledOp:
         self.lowering = "native"  # how the spec-level op became this one (set by _call)
         # compile_op(..., tune=True): median seconds per call of each lowering tried
         self.tuning: Optional[dict[str, float]] = None
+        self.tuning_verdict = ""  # how tuning decided (_tuning.verdict)
         self.constants = {i: private_copy(a) for i, a in (constants or {}).items()}
         n = len(inputs)
         self.inputs = [

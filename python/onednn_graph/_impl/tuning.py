@@ -8,18 +8,25 @@ time for depthwise NXC but up to 1.9x for some NCX f32 problems
 runs on one machine. So the choice is measured per problem, on the problem's own
 arrays, in interleaved rounds; every candidate computes the same numbers within
 the package's error bound (tests/api/test_tuning.py).
+
+A busy machine must not decide: a concurrent build once made one formulation read
+30 ms against 0.36 ms, and that decision was kept. So samples far over their
+candidate's best are thrown out (and rounds added), a formulation replaces the
+default only when it wins clearly, side by side, in most rounds, and nothing is
+stored when other processes took a share of the CPU while the candidates ran
+(``verdict``).
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import time
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
 
 import numpy as np
-
-from .compiled import CompiledOp
 
 # og.set_tuning(True): the functional API tunes each new problem too (like
 # torch.backends.cudnn.benchmark). Off by default: it multiplies a first call's
@@ -55,28 +62,124 @@ def tuning_enabled() -> bool:
     return _functional
 
 
-ROUNDS = 3
+ROUNDS = 5
+#: Rounds added, up to this many in all, where a candidate's samples were thrown out.
+MAX_ROUNDS = 12
 SECONDS_PER_ROUND = 0.01  # per candidate; at least one call each
+#: A sample over this many times its candidate's fastest sample was disturbed (another
+#: process, an interrupt, a page fault; interference only ever adds time): thrown out.
+OUTLIER = 1.5
+#: A candidate beats the default clearly when the median of its per-round ratios to the
+#: default (taken side by side: the rounds interleave the candidates) is under
+#: 1 - CLEAR_MARGIN and it was faster in at least CLEAR_ROUNDS of the rounds.
+CLEAR_MARGIN = 0.03
+CLEAR_ROUNDS = 0.8
+#: Other processes and the hypervisor (steal) used more than this share of the
+#: machine's CPU time while the candidates ran: the machine was busy, and what it
+#: measured is not stored. 2 cores and one concurrent compiler: about 0.5.
+BUSY_SHARE = 0.15
 
 
-def fastest(ops: Sequence[CompiledOp], inputs: list[np.ndarray],
-            target: np.ndarray) -> tuple[CompiledOp, dict[str, float]]:
-    """The op of `ops` with the smallest median time on `inputs` writing `target`,
-    and every candidate's median seconds per call, by its ``label``."""
+@dataclass
+class Verdict:
+    """What tuning measured: the op to run (`op`: the clear winner, else the default),
+    every candidate's median seconds per call over its kept samples (`seconds`, by
+    label), whether the measurement may be stored (`stored`: the machine was quiet)
+    and how it was decided, in words (`why`)."""
+
+    op: Any
+    seconds: dict[str, float]
+    stored: bool
+    why: str
+
+
+def _cpu_ticks() -> Optional[tuple[int, int]]:
+    """(busy, total) ticks of every CPU of the machine since boot (/proc/stat;
+    steal counts as busy), or None where there is no /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + fields[4]  # idle, iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _own_ticks() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return (usage.ru_utime + usage.ru_stime) * os.sysconf("SC_CLK_TCK")
+
+
+class _OthersLoad:
+    """The share of the machine's CPU time that other processes (and steal) took
+    while the block ran: ``share``, or None where the OS does not say."""
+
+    def __enter__(self) -> "_OthersLoad":
+        self.share: Optional[float] = None
+        self._start, self._own = _cpu_ticks(), _own_ticks()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        end = _cpu_ticks()
+        if self._start is None or end is None or end[1] <= self._start[1]:
+            return
+        busy, total = end[0] - self._start[0], end[1] - self._start[1]
+        # Each CPU's counters move in whole ticks (10 ms), so a short measurement
+        # reads up to about two ticks per CPU too many or too few: not counted.
+        others = busy - (_own_ticks() - self._own) - 2 * (os.cpu_count() or 1)
+        self.share = max(0.0, others) / total
+
+
+def _timed(op: Any, inputs: list[np.ndarray], target: np.ndarray, n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        op.execute(inputs, target)
+    return (time.perf_counter() - start) / n
+
+
+def verdict(labels: Sequence[str], samples: Sequence[Sequence[float]],
+            others: Optional[float]) -> tuple[Optional[int], dict[str, float], bool, str]:
+    """The decision from per-round `samples` (seconds; samples[i][r]: candidate i in
+    round r, candidate 0 the default) and the share of CPU time `others` took:
+    (index of the clear winner or None, median seconds per label, stored, why)."""
+    kept = [[x if x <= OUTLIER * min(s) else None for x in s] for s in samples]
+    seconds = {label: statistics.median([x for x in s if x is not None])
+               for label, s in zip(labels, kept)}
+    if others is not None and others > BUSY_SHARE:
+        return None, seconds, False, (f"the machine was busy (other processes took "
+                                      f"{others:.0%} of its CPU time): nothing stored, "
+                                      f"the default stands")
+    best = min(range(len(labels)), key=lambda i: seconds[labels[i]])
+    if best == 0:
+        return None, seconds, True, "the default was fastest"
+    rounds = [(c, d) for c, d in zip(kept[best], kept[0]) if c is not None and d is not None]
+    ratios = [c / d for c, d in rounds]
+    wins = sum(r < 1 for r in ratios)
+    if not ratios or statistics.median(ratios) > 1 - CLEAR_MARGIN or wins < CLEAR_ROUNDS * len(ratios):
+        ratio = f"{statistics.median(ratios):.2f}x the default's time" if ratios else "no round"
+        return None, seconds, True, (f"no clear winner ({labels[best]}: {ratio}, faster in "
+                                     f"{wins} of {len(ratios)} rounds): the default stands")
+    return best, seconds, True, (f"{statistics.median(ratios):.2f}x the default's time, faster in "
+                                 f"{wins} of {len(ratios)} rounds")
+
+
+def fastest(ops: Sequence[Any], inputs: list[np.ndarray], target: np.ndarray) -> Verdict:
+    """Time `ops` (the default first) on `inputs` writing `target`, in interleaved
+    rounds, and decide (``verdict``): rounds are added, up to ``MAX_ROUNDS``, while
+    any candidate has fewer than ``ROUNDS`` samples left after outliers."""
     calls = []
     for op in ops:
         op.execute(inputs, target)  # warm-up: first execution (constants, scratchpad)
-        start = time.perf_counter()
-        op.execute(inputs, target)
-        once = time.perf_counter() - start
+        once = _timed(op, inputs, target, 1)
         calls.append(max(1, min(100, int(SECONDS_PER_ROUND / max(once, 1e-7)))))
     samples: list[list[float]] = [[] for _ in ops]
-    for _ in range(ROUNDS):
-        for op, n, sample in zip(ops, calls, samples):
-            start = time.perf_counter()
-            for _ in range(n):
-                op.execute(inputs, target)
-            sample.append((time.perf_counter() - start) / n)
-    medians = [statistics.median(s) for s in samples]
-    best = min(range(len(ops)), key=medians.__getitem__)
-    return ops[best], {op.label: m for op, m in zip(ops, medians)}
+    with _OthersLoad() as load:
+        for done in range(MAX_ROUNDS):
+            for op, n, sample in zip(ops, calls, samples):
+                sample.append(_timed(op, inputs, target, n))
+            if done + 1 >= ROUNDS and all(
+                    sum(x <= OUTLIER * min(s) for x in s) >= ROUNDS for s in samples):
+                break
+    labels = [op.label for op in ops]
+    best, seconds, stored, why = verdict(labels, samples, load.share)
+    return Verdict(ops[0] if best is None else ops[best], seconds, stored, why)

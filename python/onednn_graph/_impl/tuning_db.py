@@ -42,7 +42,10 @@ except ImportError:  # pragma: no cover - not POSIX: the replace stays atomic, m
     fcntl = None  # type: ignore[assignment]
 
 ENV = "ONEDNN_GRAPH_TUNING_DB"
-FORMAT = 1
+#: 2: decisions carry the verdict that made them (_tuning.verdict: a clear winner on a
+#: quiet machine); format-1 decisions may have been made on a busy machine, so a
+#: format-1 file is ignored (with a warning) and its problems are measured again.
+FORMAT = 2
 _OFF = {"", "off", "0", "none"}
 
 

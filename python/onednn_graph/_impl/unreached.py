@@ -38,6 +38,7 @@ class Unreached:
         self.inputs, self.output = [tuple(m[0]) for m in inputs], tuple(output[0])
         self.lowering = "native"
         self.tuning: Optional[dict[str, float]] = None
+        self.tuning_verdict = ""  # how tuning decided (_tuning.verdict)
         self.constants = {i: private_copy(a) for i, a in (constants or {}).items()}
         self.compile_seconds = 0.0
         self.threads = 0
