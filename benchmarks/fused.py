@@ -81,7 +81,7 @@ def systems(c: suite.Case, dtype: str, torch: Any) -> tuple[dict[str, Callable[[
         "fused": lambda: og.conv_transpose(x, w, b, **kw, post_ops=chain, out=out),
         "one by one": one_by_one}
     if torch is not None:
-        tdt = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+        tdt = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dtype]
         tx = torch.from_numpy(x.astype(np.float32)).to(tdt).permute(0, 3, 1, 2)  # NCHW view, NHWC memory
         tw = torch.from_numpy(np.ascontiguousarray(w.astype(np.float32).transpose(3, 2, 0, 1))).to(tdt)
         tb = torch.from_numpy(b.astype(np.float32)).to(tdt)
