@@ -17,6 +17,8 @@ import pytest
 import onednn_graph as og
 from onednn_graph._impl import tuning as _tuning
 
+pytestmark = pytest.mark.busy_machine  # the real BUSY_SHARE (conftest.py)
+
 LABELS = ["native", "as a Convolution"]
 
 
