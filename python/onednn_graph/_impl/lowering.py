@@ -280,8 +280,8 @@ def avx512(isa: str) -> bool:
 
 
 #: The oneDNN versions (major, minor) and CPU families (``avx512(isa)``) on which the
-#: default rules of ``preferred`` were measured: 3.2 on Sapphire Rapids (AVX-512) and
-#: on an AVX2 EPYC, 3.13.2 (PyPI's onednn 2026.1.0) on the AVX2 EPYC, where every rule
+#: default rules of ``preferred`` were measured: 3.2 on Sapphire Rapids and AMD Zen 4
+#: (AVX-512) and on an AVX2 EPYC, 3.13.2 (PyPI's onednn 2026.1.0) on the AVX2 EPYC, where every rule
 #: measured on 3.2 there held again (docs/onednn-3.13.md). On any other version and
 #: family the op runs as the spec writes it (after ``lower``), and ``tune=True``
 #: measures: a rule read off one library's kernels is not assumed of another's.
@@ -294,6 +294,12 @@ def linked_version() -> tuple[int, int]:
     v = _version.onednn_version()
     return v.major, v.minor
 
+
+#: AVX-512 (oneDNN version, ISA) pairs where f32 NXC ConvTransposeBackwardData with
+#: groups = 1 runs as the forward Convolution too, as below AVX-512: AMD Zen 4, where
+#: it took 0.32-0.96x the native time on 18 of 20 shapes (1.09x on the DCGAN head,
+#: 1.12x on wide-1x1-s2; docs/alternative-lowerings.md). Sapphire Rapids lost on four.
+F32_DATA_AS_CONVOLUTION: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2), "avx512_core_bf16")})
 
 #: Below this many FLOPs (``_cost.Problem.flops``) a ConvTranspose without bias and
 #: with groups = 1 runs as the ConvolutionBackwardData over the same weights: at that
@@ -329,8 +335,14 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       grouped shapes in both dtypes on AVX-512; 0.28-0.74x in f32 on AVX2). Not f16:
       there the Convolution took 0.89-2.40x. Below AVX-512 also with groups = 1 in
       f32: 0.63-0.89x on 15 of 17 shapes, 1.08x (HiFi-GAN) and 1.23x (wide-2x2) on the
-      other two. On AVX-512 it is not the default with groups = 1: 0.32-0.92x on 16
-      shapes, but 1.36-2.36x on the DCGAN head and three wide layers on 1-16 positions.
+      other two. On AVX-512 it is not the default with groups = 1 (Sapphire Rapids:
+      0.32-0.92x on 16 shapes, but 1.36-2.36x on the DCGAN head and three wide layers
+      on 1-16 positions), except on AMD Zen 4 (``avx512_core_bf16``,
+      ``F32_DATA_AS_CONVOLUTION``): 0.32-0.96x on 18 of 20, 1.09x and 1.12x on two.
+      There the other AVX-512 rules held: ConvTransposeBackwardWeights as
+      ConvolutionBackwardWeights 0.27-0.93x on 12 of 20 shapes, 0.98-1.03x on 4,
+      1.05-1.13x on 4; bf16 grouped backward data 0.40-0.67x; the tiny ConvTranspose
+      0.92-0.95x.
 
     * ConvTranspose under ``TINY_FLOPS``, without bias, groups = 1, either data format,
       as the ConvolutionBackwardData over the same weights: on one thread 0.78-0.90x the
@@ -357,7 +369,7 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     grouped = a.groups > 1
     if (a.kind == _registry.CONV_TRANSPOSE_BWD_WEIGHTS and dtype == "f32" and (wide or grouped)) or \
             (a.kind == _registry.CONV_TRANSPOSE_BWD_DATA and dtype != "f16"
-             and (grouped or (not wide and dtype == "f32"))):
+             and (grouped or (dtype == "f32" and (not wide or (version, isa) in F32_DATA_AS_CONVOLUTION)))):
         why = f"faster on {library} for {dtype} NXC" + (" with groups > 1" if grouped else "") + \
             f" on {isa}"
         return alternatives(plan, input_shapes, chosen, why)[0]
