@@ -71,8 +71,12 @@ CompiledPartition compile(const dg::partition &p, std::vector<dg::logical_tensor
     std::vector<BufferSpec> input_specs, output_specs;
     for (const auto &lt : inputs) input_specs.push_back(buffer_spec(lt));
     for (const auto &lt : outputs) output_specs.push_back(buffer_spec(lt));
+    auto tensors = std::make_shared<CompiledPartition::Tensors>();
+    for (const auto &lt : inputs) tensors->inputs.emplace_back(lt, engine, nullptr);
+    for (const auto &lt : outputs) tensors->outputs.emplace_back(lt, engine, nullptr);
     return CompiledPartition {compiled, engine, std::move(inputs), std::move(outputs),
-            std::move(input_specs), std::move(output_specs), threads, std::make_shared<std::mutex>()};
+            std::move(input_specs), std::move(output_specs), threads, std::make_shared<std::mutex>(),
+            std::move(tensors)};
 }
 
 } // namespace

@@ -13,13 +13,11 @@ namespace {
 // precomputed BufferSpec first, check_buffer (which names what is wrong, or
 // accepts an equal dtype object) only on a mismatch.
 void wrap(const char *who, const char *role, const std::vector<dg::logical_tensor> &lts,
-        const std::vector<BufferSpec> &specs, ArrayList given, bool writes, const dnnl::engine &engine,
-        std::vector<py::array> &held, std::vector<dg::tensor> &tensors) {
+        const std::vector<BufferSpec> &specs, ArrayList given, bool writes, std::vector<py::array> &held) {
     if (given.size != lts.size())
         throw py::value_error(std::string(who) + ": expected " + std::to_string(lts.size()) + " " + role
                 + " arrays, got " + std::to_string(given.size));
     held.reserve(given.size);
-    tensors.reserve(given.size);
     for (size_t i = 0; i < given.size; ++i) {
         py::handle o = given.items[i];
         const bool is_array = py::isinstance<py::array>(o);
@@ -30,9 +28,7 @@ void wrap(const char *who, const char *role, const std::vector<dg::logical_tenso
             check_buffer(lts[i], a, name);
             if (writes && !a.writeable()) throw py::value_error(name + " is read-only");
         }
-        auto a = py::reinterpret_borrow<py::array>(o);
-        tensors.emplace_back(lts[i], engine, const_cast<void *>(a.data()));
-        held.push_back(std::move(a));
+        held.push_back(py::reinterpret_borrow<py::array>(o));
     }
 }
 
@@ -64,9 +60,8 @@ void check_no_overlap(const CompiledPartition &c, const std::vector<dg::logical_
 
 CheckedArrays check_arrays(const CompiledPartition &c, const char *who, ArrayList inputs, ArrayList outputs) {
     CheckedArrays checked;
-    wrap(who, "input", c.inputs, c.input_specs, inputs, false, c.engine, checked.inputs, checked.input_tensors);
-    wrap(who, "output", c.outputs, c.output_specs, outputs, true, c.engine, checked.outputs,
-            checked.output_tensors);
+    wrap(who, "input", c.inputs, c.input_specs, inputs, false, checked.inputs);
+    wrap(who, "output", c.outputs, c.output_specs, outputs, true, checked.outputs);
     check_no_overlap(c, c.inputs, checked.inputs, c.outputs, checked.outputs);
     return checked;
 }
@@ -74,7 +69,18 @@ CheckedArrays check_arrays(const CompiledPartition &c, const char *who, ArrayLis
 void execute_checked(const CompiledPartition &c, dnnl::stream &stream, const CheckedArrays &arrays) {
     std::lock_guard<std::mutex> one_at_a_time(*c.executing);
     ThreadLimit limit(c.threads);
-    c.compiled.execute(stream, arrays.input_tensors, arrays.output_tensors);
+    if (arrays.input_tensors.empty() && arrays.output_tensors.empty()) {
+        // Arrays (check_arrays): the partition's own tensors, pointed at them
+        // while this thread holds the lock.
+        auto &own = *c.tensors;
+        for (size_t i = 0; i < own.inputs.size(); ++i)
+            own.inputs[i].set_data_handle(const_cast<void *>(arrays.inputs[i].data()));
+        for (size_t i = 0; i < own.outputs.size(); ++i)
+            own.outputs[i].set_data_handle(const_cast<void *>(arrays.outputs[i].data()));
+        c.compiled.execute(stream, own.inputs, own.outputs);
+    } else {
+        c.compiled.execute(stream, arrays.input_tensors, arrays.output_tensors);
+    }
     stream.wait();
 }
 

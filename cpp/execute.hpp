@@ -24,6 +24,8 @@ void check_stream(const CompiledPartition &c, const dnnl::stream &stream, const 
 // The arrays of one execution, checked and held, and oneDNN tensors over them.
 struct CheckedArrays {
     std::vector<py::array> inputs, outputs; // held while oneDNN runs without the GIL
+    // The caller's own tensors (CompiledPartition.execute); empty for arrays, which
+    // run on the partition's own tensors (CompiledPartition::tensors).
     std::vector<dg::tensor> input_tensors, output_tensors;
 };
 

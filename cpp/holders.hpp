@@ -34,6 +34,13 @@ struct CompiledPartition {
     // spun forever in its thread barrier here; uxlfoundation/oneDNN#4381 reports
     // crashes in 3.6). Different partitions still run in parallel.
     std::shared_ptr<std::mutex> executing = std::make_shared<std::mutex>();
+    // One oneDNN tensor per input and output, made once and pointed at the caller's
+    // buffers for each execution of arrays (execute_checked, under `executing`): a
+    // tensor object per array per call was a third of a tiny call's binding cost.
+    struct Tensors {
+        std::vector<dg::tensor> inputs, outputs;
+    };
+    std::shared_ptr<Tensors> tensors;
 };
 
 struct Tensor {
