@@ -103,8 +103,9 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     arrays = (src, weights) if bias is None else (src, weights, bias)
     values = (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
               data_format, weights_format)
-    if post_ops or quantize is not None or isinstance(src, _quant.Quantized) \
-            or isinstance(weights, _quant.Quantized):
+    # NumPy arrays first: the plain call is the hot one, and an ndarray is never quantized.
+    if post_ops or quantize is not None or (type(src) is not np.ndarray and isinstance(src, _quant.Quantized)) \
+            or (type(weights) is not np.ndarray and isinstance(weights, _quant.Quantized)):
         return _fused_call(_CT, _CT_IN, arrays, out, _CONV_KEYS, values, post_ops, quantize)
     return _call.run(_CT, _CT_IN, arrays, out, _CONV_KEYS, values)
 
