@@ -343,9 +343,8 @@ def cmd_tuning(ns: argparse.Namespace) -> int:
     print(f"tuning database: {db.path if db.path is not None else 'memory only'}")
     print("machine: " + ", ".join(f"{k} {v}" for k, v in db.machine.items()))
     for e in entries:
-        best = min(e.seconds.values(), default=None)
         print(f"  {e.problem}\n    -> {e.lowering}" + (f", on {e.threads} thread(s)" if e.threads else "")
-              + f" ({_ms(best)}; {len(e.seconds)} way(s) timed {e.measured})")
+              + f" ({e.verdict or 'fastest'}; {len(e.seconds)} way(s) timed {e.measured})")
     print(f"{len(entries)} decision(s)")
     return EXIT_PASS
 

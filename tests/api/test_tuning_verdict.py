@@ -89,6 +89,8 @@ def test_the_verdict_is_kept_with_the_decision():
     if op.tuning_verdict.startswith("the machine was busy"):
         pytest.skip(f"another process loaded the CPU while this test tuned: {op.tuning_verdict}")
     assert op.tuning_verdict and not op.tuning_verdict.startswith("from the tuning database")
+    [entry] = og.tuning_database().entries()
+    assert entry.verdict == op.tuning_verdict  # what `onednn-graph tuning` prints
     again = _tuned()  # from the database: compiled, not timed
     assert again.tuning_verdict == f"from the tuning database: {op.tuning_verdict}"
     assert og.compile_op("ConvTransposeBackwardData", threads=0, **PROBLEM).tuning_verdict == ""

@@ -81,8 +81,9 @@ def problem_key(value: Any) -> str:
 class TuningEntry:
     """One stored decision: for `problem`, the formulation `kind` (how the package
     describes it: `lowering`) on `threads` OpenMP threads (0: oneDNN's default)
-    was fastest; `seconds` holds every candidate's median seconds per call, and
-    `measured` when (UTC, ISO 8601)."""
+    was chosen; `seconds` holds every candidate's median seconds per call,
+    `measured` when (UTC, ISO 8601), and `verdict` how it was chosen
+    (``Operation.tuning_verdict``: a clear winner, or the default where none was)."""
 
     key: str
     problem: str
@@ -91,6 +92,7 @@ class TuningEntry:
     threads: int
     seconds: dict[str, float]
     measured: str
+    verdict: str = ""
 
 
 class TuningDatabase:
@@ -144,7 +146,8 @@ class TuningDatabase:
         self._decisions = None  # re-read: another process may have added some
         found = [TuningEntry(key=k, problem=d.get("problem", ""), kind=d.get("kind", ""),
                              lowering=d.get("lowering", ""), threads=int(d.get("threads", 0)),
-                             seconds=dict(d.get("seconds", {})), measured=d.get("measured", ""))
+                             seconds=dict(d.get("seconds", {})), measured=d.get("measured", ""),
+                             verdict=d.get("verdict", ""))
                  for k, d in self._loaded().items()]
         return sorted(found, key=lambda e: e.measured)
 
