@@ -94,3 +94,28 @@ def test_the_verdict_is_kept_with_the_decision():
     again = _tuned()  # from the database: compiled, not timed
     assert again.tuning_verdict == f"from the tuning database: {op.tuning_verdict}"
     assert og.compile_op("ConvTransposeBackwardData", threads=0, **PROBLEM).tuning_verdict == ""
+
+
+def test_a_stored_decision_no_longer_faster_is_measured_again_when_rechecked():
+    """A decision for another formulation than the default is trusted by tune=True
+    (one compile, nothing timed), and measured again under _tuning.recheck (what
+    `onednn-graph tune` does): a wrong one is replaced by what a quiet tuning finds."""
+    quiet = _tuned()
+    if quiet.tuning_verdict.startswith("the machine was busy"):
+        pytest.skip(f"another process loaded the CPU while this test tuned: {quiet.tuning_verdict}")
+    db = og.tuning_database()
+    [entry] = db.entries()
+    # The other formulation of this problem (native, or the forward Convolution),
+    # stored as if a busy machine had once chosen it.
+    other = {"ConvTransposeBackwardData": "Convolution", "Convolution": "ConvTransposeBackwardData"}
+    wrong = other[quiet._prepared.op.kind]
+    db.put(entry.key, {"problem": entry.problem, "kind": wrong, "lowering": wrong, "threads": 0,
+                       "seconds": {}, "in_f32": False, "verdict": "chosen on a busy machine",
+                       "default": False})
+    assert _tuned()._prepared.op.kind == wrong  # trusted: not measured
+    with _tuning.recheck():
+        again = _tuned()
+    assert not again.tuning_verdict.startswith("from the tuning database")
+    assert again._prepared.op.kind == quiet._prepared.op.kind, (again.tuning_verdict, again.tuning)
+    [entry] = db.entries()
+    assert entry.kind == quiet._prepared.op.kind and entry.verdict == again.tuning_verdict

@@ -162,6 +162,9 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
              "auto" if chosen_threads else threads])
         decision = _tuning_db.tuning_database().get(tune_key)
         decided = _decided_way(decision, cp)
+        if decided is not None and decision is not None and _tuning.rechecking() \
+                and not decision.get("default", False):
+            decided = None  # measured again: another formulation than the default was kept
     in_f32: Optional[bool] = None  # the form the rules choose (_compile)
     if decided is not None:
         way, threads, in_f32 = decided
@@ -192,13 +195,15 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
         op.tuning = dict(decision.get("seconds", {})) or None
         op.tuning_verdict = f"from the tuning database: {decision.get('verdict', 'fastest')}"
     elif tune_key is not None and target.size:
+        default = op
         op, stored = _tune(op, way, plan, input_shapes, native, arrays, target, constants,
                            size.flops, chosen_threads)
         if stored:
             _tuning_db.tuning_database().put(tune_key, {
                 "problem": _problem_text(cp, inputs, result_shape), "kind": op.kind,
                 "lowering": op.lowering, "threads": op.threads, "seconds": op.tuning or {},
-                "in_f32": isinstance(op, _as_f32.F32Chain), "verdict": op.tuning_verdict})
+                "in_f32": isinstance(op, _as_f32.F32Chain), "verdict": op.tuning_verdict,
+                "default": op is default})
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, way.crop,
                     plan.attrs.data_format, out_perm)
 

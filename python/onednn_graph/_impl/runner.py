@@ -27,7 +27,8 @@ import numpy as np
 
 from .. import _core, graph as _graph, reference, shapes, tolerance
 from . import (compiled as _compiled, cost as _cost, dtypes as _dtypes,
-               graph_reference as _graph_reference, plan as _plan, registry as _registry)
+               graph_reference as _graph_reference, plan as _plan, registry as _registry,
+               tuning as _tuning)
 from .call import prepare
 from .._core import Tensor
 from ..errors import UnsupportedError
@@ -120,7 +121,9 @@ def tune(graph: _graph.Graph) -> list[tuple[int, str, Any]]:
 
     The decisions serve later calls of those problems with tuning on (the
     functional API under ``set_tuning(True)``, ``compile_op(..., tune=True)``); a
-    graph replayed by ``run`` is compiled as oneDNN partitions and not tuned.
+    graph replayed by ``run`` is compiled as oneDNN partitions and not tuned. A
+    stored decision for another formulation than the default is measured again
+    (``_tuning.recheck``), and replaced where it no longer wins clearly.
     """
     check_runnable(graph)
     done = []
@@ -133,7 +136,8 @@ def tune(graph: _graph.Graph) -> list[tuple[int, str, Any]]:
         arrays = [_compiled.array_for(lts[i], 1.0) for i in call.input_ids]
         out = op.outputs[0]
         plan = _plan.plan_call(op.kind, names, arrays, call.kwargs)
-        prepared = prepare(plan, arrays, (tuple(out.shape), tuple(out.strides)), tune=True)
+        with _tuning.recheck():
+            prepared = prepare(plan, arrays, (tuple(out.shape), tuple(out.strides)), tune=True)
         done.append((op.id, op.kind, prepared.op))
     return done
 

@@ -19,12 +19,13 @@ stored when other processes took a share of the CPU while the candidates ran
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -60,6 +61,29 @@ def set_tuning(enabled: bool) -> None:
 def tuning_enabled() -> bool:
     """Whether the functional API tunes new problems (``set_tuning``)."""
     return _functional
+
+
+# Under ``recheck()`` (``onednn-graph tune``), a stored decision for a formulation other
+# than the default is measured again, all candidates, instead of being trusted: a
+# decision that a later measurement finds no faster than the default is replaced.
+# Elsewhere a stored decision compiles one formulation and times nothing.
+_recheck = False
+
+
+@contextlib.contextmanager
+def recheck() -> Iterator[None]:
+    """Within the block, tuning measures again every problem whose stored decision
+    chose another formulation than the default (``_call.prepare``)."""
+    global _recheck
+    saved, _recheck = _recheck, True
+    try:
+        yield
+    finally:
+        _recheck = saved
+
+
+def rechecking() -> bool:
+    return _recheck
 
 
 ROUNDS = 5
