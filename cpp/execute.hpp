@@ -21,7 +21,8 @@ inline ArrayList array_list(const py::object &fast) {
 // an engine of the same kind and index.
 void check_stream(const CompiledPartition &c, const dnnl::stream &stream, const char *who);
 
-// The arrays of one execution, checked and held, and oneDNN tensors over them.
+// The arrays of one execution, checked and held (and, from the low-level API, the
+// caller's oneDNN tensors over them).
 struct CheckedArrays {
     std::vector<py::array> inputs, outputs; // held while oneDNN runs without the GIL
     // The caller's own tensors (CompiledPartition.execute); empty for arrays, which

@@ -319,7 +319,7 @@ def cmd_tune(ns: argparse.Namespace) -> int:
             how = op.lowering + (f", on {op.threads} thread(s)" if op.threads else "")
             timed = ", ".join(f"{label}: {_ms(t)}" for label, t in sorted((op.tuning or {}).items()))
             print(f"{case.label} op {op_id} {kind} {op.dtype}: {how}" + (f" ({timed})" if timed else "")
-                  + (f"; {op.tuning_verdict}" if getattr(op, "tuning_verdict", "") else ""))
+                  + (f"; {op.tuning_verdict}" if op.tuning_verdict else ""))
     where = db.path if db.path is not None else "memory only ($ONEDNN_GRAPH_TUNING_DB=off)"
     print(f"\n{len(db)} decision(s) for this machine in {where}")
     return status

@@ -368,11 +368,7 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
     """
     # A cached call that can run on the caller's arrays as they are: one native
     # call finds and runs it (its key is the call_signature below).
-    try:  # this thread's stream (_compiled.stream), without a call on the hot path
-        stream = _compiled._local.stream
-    except AttributeError:
-        stream = _compiled.stream()
-    result = _compiled.CACHE.call(stream, kind, arrays, out, values)
+    result = _compiled.CACHE.call(_compiled.stream(), kind, arrays, out, values)
     if result is not None:
         return result
     if not all(type(a) is np.ndarray for a in arrays) or not (out is None or type(out) is np.ndarray):

@@ -43,11 +43,13 @@ def engine() -> Any:
 
 
 def stream() -> Any:
-    """This thread's stream on the CPU engine (streams are not shared by threads)."""
-    s = getattr(_local, "stream", None)
-    if s is None:
+    """This thread's stream on the CPU engine (streams are not shared by threads).
+    On the functional API's hot path: the made stream is read without a default."""
+    try:
+        return _local.stream
+    except AttributeError:
         s = _local.stream = _core.Stream(engine())
-    return s
+        return s
 
 
 def meta(array: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -161,12 +161,18 @@ def _timed(op: Any, inputs: list[np.ndarray], target: np.ndarray, n: int) -> flo
     return (time.perf_counter() - start) / n
 
 
+def _kept(sample: Sequence[float]) -> list[Optional[float]]:
+    """`sample` with the disturbed values (over ``OUTLIER`` times its fastest) as None."""
+    fastest_one = min(sample)
+    return [x if x <= OUTLIER * fastest_one else None for x in sample]
+
+
 def verdict(labels: Sequence[str], samples: Sequence[Sequence[float]],
             others: Optional[float]) -> tuple[Optional[int], dict[str, float], bool, str]:
     """The decision from per-round `samples` (seconds; samples[i][r]: candidate i in
     round r, candidate 0 the default) and the share of CPU time `others` took:
     (index of the clear winner or None, median seconds per label, stored, why)."""
-    kept = [[x if x <= OUTLIER * min(s) else None for x in s] for s in samples]
+    kept = [_kept(s) for s in samples]
     seconds = {label: statistics.median([x for x in s if x is not None])
                for label, s in zip(labels, kept)}
     if others is not None and others > BUSY_SHARE:
@@ -202,7 +208,7 @@ def fastest(ops: Sequence[Any], inputs: list[np.ndarray], target: np.ndarray) ->
             for op, n, sample in zip(ops, calls, samples):
                 sample.append(_timed(op, inputs, target, n))
             if done + 1 >= ROUNDS and all(
-                    sum(x <= OUTLIER * min(s) for x in s) >= ROUNDS for s in samples):
+                    sum(x is not None for x in _kept(s)) >= ROUNDS for s in samples):
                 break
     labels = [op.label for op in ops]
     best, seconds, stored, why = verdict(labels, samples, load.share)
