@@ -21,11 +21,12 @@ struct PairInfo {
 
 const PairInfo &info(CastPair pair) {
     // Made on first use, after the module has loaded the dtype table.
-    static const PairInfo pairs[4] = {
+    static const PairInfo pairs[5] = {
             {"bf16", "f32", 2, 4, table_dtype("bf16"), table_dtype("f32")},
             {"f16", "f32", 2, 4, table_dtype("f16"), table_dtype("f32")},
             {"f32", "bf16", 4, 2, table_dtype("f32"), table_dtype("bf16")},
             {"f32", "f16", 4, 2, table_dtype("f32"), table_dtype("f16")},
+            {"f32", "f32", 4, 4, table_dtype("f32"), table_dtype("f32")},
     };
     return pairs[static_cast<int>(pair)];
 }
@@ -35,7 +36,8 @@ CastPair pair_of(const std::string &from, const std::string &to) {
     if (from == "f16" && to == "f32") return CastPair::f16_to_f32;
     if (from == "f32" && to == "bf16") return CastPair::f32_to_bf16;
     if (from == "f32" && to == "f16") return CastPair::f32_to_f16;
-    throw py::value_error("the package converts bf16 or f16 to f32 and f32 to bf16 or f16, not "
+    if (from == "f32" && to == "f32") return CastPair::f32_to_f32; // a rearranging copy
+    throw py::value_error("the package converts bf16 or f16 to f32, f32 to bf16 or f16, and copies f32, not "
             + from + " to " + to);
 }
 
@@ -73,6 +75,7 @@ constexpr int64_t gather_elements = 512;
 // rows), then merged from the inside out where the outer axis steps exactly over
 // the inner one's extent in both arrays.
 void plan_walk(CastJob &job, const py::array &s, const py::array &d, const std::string &who) {
+    job.tile = false;
     const auto c_order = py::array::c_style;
     if ((s.flags() & c_order) && (d.flags() & c_order)) { // the usual case: one row
         job.axes = 1;
@@ -108,6 +111,35 @@ void plan_walk(CastJob &job, const py::array &s, const py::array &d, const std::
                 + " axes that do not lie in memory together");
     job.axes = m;
     for (int i = 0; i < m; ++i) job.axis[i] = merged[m - 1 - i]; // outermost first
+    if (m >= 2) {
+        const CastAxis &outer = job.axis[m - 2], &inner = job.axis[m - 1];
+        const auto from = static_cast<int64_t>(s.itemsize()), to = static_cast<int64_t>(d.itemsize());
+        job.tile = inner.dst_stride == to && inner.src_stride != from && outer.src_stride == from
+                && outer.dst_stride == inner.extent * to && inner.extent <= gather_elements;
+    }
+}
+
+// One tile (CastJob::tile): the destination's dense row of outer.extent * inner.extent
+// elements, gathered from the source a buffer at a time.
+void convert_tile(CastRow row, const PairInfo &p, const char *src, const CastAxis &outer,
+        const CastAxis &inner, char *dst) {
+    alignas(64) char gathered[gather_elements * 4];
+    const int64_t per = gather_elements / inner.extent; // outer positions per buffer (>= 1)
+    for (int64_t w0 = 0; w0 < outer.extent; w0 += per) {
+        const int64_t w1 = std::min(outer.extent, w0 + per);
+        char *to = gathered;
+        if (p.from_size == 4) {
+            for (int64_t w = w0; w < w1; ++w)
+                for (int64_t j = 0; j < inner.extent; ++j, to += 4)
+                    std::memcpy(to, src + w * outer.src_stride + j * inner.src_stride, 4);
+        } else {
+            for (int64_t w = w0; w < w1; ++w)
+                for (int64_t j = 0; j < inner.extent; ++j, to += 2)
+                    std::memcpy(to, src + w * outer.src_stride + j * inner.src_stride, 2);
+        }
+        row(gathered, dst + w0 * inner.extent * static_cast<int64_t>(p.to_size),
+                static_cast<size_t>((w1 - w0) * inner.extent));
+    }
 }
 
 // n elements of one row at the given byte strides.
@@ -184,9 +216,10 @@ void run_cast(const CastJob &job, int threads, CastPath path) {
         return;
     }
     const CastAxis *outer = job.axis;
-    const int depth = job.axes - 1; // outer axes
-    const int64_t rows = job.total / inner.extent;
-    const int64_t blocks = (inner.extent + block_elements - 1) / block_elements;
+    const int depth = job.axes - (job.tile ? 2 : 1); // axes outside a row
+    const int64_t row_extent = job.tile ? inner.extent * job.axis[job.axes - 2].extent : inner.extent;
+    const int64_t rows = job.total / row_extent;
+    const int64_t blocks = job.tile ? 1 : (inner.extent + block_elements - 1) / block_elements;
     const int64_t tasks = rows * blocks;
     auto work = [&](int i, int n) {
         const int64_t first = tasks * i / n, last = tasks * (i + 1) / n;
@@ -200,13 +233,8 @@ void run_cast(const CastJob &job, int threads, CastPath path) {
             src_off += index[k] * outer[k].src_stride;
             dst_off += index[k] * outer[k].dst_stride;
         }
-        for (int64_t t = first; t < last; ++t) {
-            const int64_t b = t % blocks;
-            const int64_t start = b * block_elements, m = std::min(block_elements, inner.extent - start);
-            convert_row(row, p, job.src + src_off + start * inner.src_stride, inner.src_stride,
-                    job.dst + dst_off + start * inner.dst_stride, inner.dst_stride, m);
-            if (b + 1 < blocks) continue;
-            for (int k = depth; k-- > 0;) { // the next row
+        auto next_row = [&] { // the odometer's step over the outer axes
+            for (int k = depth; k-- > 0;) {
                 src_off += outer[k].src_stride;
                 dst_off += outer[k].dst_stride;
                 if (++index[k] < outer[k].extent) break;
@@ -214,6 +242,18 @@ void run_cast(const CastJob &job, int threads, CastPath path) {
                 dst_off -= index[k] * outer[k].dst_stride;
                 index[k] = 0;
             }
+        };
+        for (int64_t t = first; t < last; ++t) {
+            if (job.tile) {
+                convert_tile(row, p, job.src + src_off, job.axis[job.axes - 2], inner, job.dst + dst_off);
+                next_row();
+                continue;
+            }
+            const int64_t b = t % blocks;
+            const int64_t start = b * block_elements, m = std::min(block_elements, inner.extent - start);
+            convert_row(row, p, job.src + src_off + start * inner.src_stride, inner.src_stride,
+                    job.dst + dst_off + start * inner.dst_stride, inner.dst_stride, m);
+            if (b + 1 == blocks) next_row();
         }
     };
     if (job.total < parallel_from) {
@@ -254,8 +294,8 @@ void bind_cast(py::module_ &m) {
         cast_job(job, pair, src, dst, "cast");
         without_gil([&] { on_onednn_thread([&] { run_cast(job, threads, chosen); }); });
     }, py::arg("src"), py::arg("dst"), py::arg("threads") = 0, py::arg("path") = "",
-            "Convert `src` into `dst` between f32 and bf16 / f16 (one of them f32): upcasts exact, "
-            "downcasts rounded to nearest even, bit for bit ml_dtypes' and NumPy's astype. Any "
+            "Convert `src` into `dst` between f32 and bf16 / f16 (one of them f32), or copy f32 to f32: "
+            "upcasts exact, downcasts rounded to nearest even, bit for bit ml_dtypes' and NumPy's astype. Any "
             "strides; `threads` caps the threads (0: oneDNN's count); `path` forces 'portable', "
             "'avx2' or 'avx512' (default: cast_path()).");
     m.def("cast_path", [] { return path_name(default_cast_path()); },

@@ -31,6 +31,12 @@ struct CastJob {
     // pair of arrays, or two laid out in one same order, is one row).
     int axes = 0;
     CastAxis axis[max_cast_axes];
+    // The last two axes are one row that the destination holds densely and the
+    // source interleaves: it steps densely through the outer of the two and by a
+    // stride through the inner one (a depth-to-space: kernel positions of a
+    // row of an NCX tensor). Converted as one gathered row, not as rows of the
+    // inner axis's few elements.
+    bool tile = false;
 };
 
 // Checks `src` and `dst` for a conversion of `pair` and describes it: both numpy

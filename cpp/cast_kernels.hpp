@@ -30,8 +30,10 @@ namespace onednn_graph {
 // The code a conversion runs. The order is the order of preference.
 enum class CastPath { portable, avx2, avx512 };
 
-// The pairs converted; `from` and `to` are f32, bf16 or f16, one of them f32.
-enum class CastPair { bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16 };
+// The pairs converted; `from` and `to` are f32, bf16 or f16, one of them f32. f32 to
+// f32 is a plain copy: the same strided walk and threads rearrange f32 data (the
+// kernel == stride MatMul formulation, python/onednn_graph/_impl/matmul_form.py).
+enum class CastPair { bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, f32_to_f32 };
 
 // Converts n contiguous elements from `src` to `dst` (which do not overlap).
 using CastRow = void (*)(const void *src, void *dst, size_t n);

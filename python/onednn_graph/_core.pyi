@@ -332,7 +332,7 @@ def can_limit_threads() -> bool:
     """
 def cast(src: typing.Any, dst: typing.Any, threads: typing.SupportsInt | typing.SupportsIndex = 0, path: str = '') -> None:
     """
-    Convert `src` into `dst` between f32 and bf16 / f16 (one of them f32): upcasts exact, downcasts rounded to nearest even, bit for bit ml_dtypes' and NumPy's astype. Any strides; `threads` caps the threads (0: oneDNN's count); `path` forces 'portable', 'avx2' or 'avx512' (default: cast_path()).
+    Convert `src` into `dst` between f32 and bf16 / f16 (one of them f32), or copy f32 to f32: upcasts exact, downcasts rounded to nearest even, bit for bit ml_dtypes' and NumPy's astype. Any strides; `threads` caps the threads (0: oneDNN's count); `path` forces 'portable', 'avx2' or 'avx512' (default: cast_path()).
     """
 def cast_path() -> str:
     """
