@@ -20,7 +20,8 @@ import numpy as np
 from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, casts as _casts, compiled as _compiled,
                cost as _cost, dtypes as _dtypes, kernels as _kernels, lowering as _lowering,
-               plan as _plan, tuning as _tuning, tuning_db as _tuning_db, unreached as _unreached)
+               matmul_form as _matmul_form, plan as _plan, tuning as _tuning, tuning_db as _tuning_db,
+               unreached as _unreached)
 from .dtypes import dtype_name
 from ..errors import UnsupportedError
 
@@ -250,6 +251,9 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
     optimized kernel (tuning measures both forms). A chain runs its batch in parts
     where that pays (``_as_f32.batch_rows``)."""
     metas, out = [_compiled.meta(a) for a in arrays], _compiled.meta(target)
+    if way.kind == _matmul_form.MATMUL:  # its product runs in f32 whatever the dtype
+        return _matmul_form.MatMulForm(way.kind, way.attrs, dtype, metas, out, constants,
+                                       way.input_order, threads)
     taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
     args = (way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads)
     kernel = _kernels.probed(way.kind, way.attrs, dtype, taken, target.shape)

@@ -230,8 +230,58 @@ def _ctbd_as_convolution(plan: shapes.Plan, pads_begin: tuple[int, ...], pads_en
 
 def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
                  chosen: NativeOp, why: str = "chosen by measurement") -> list[NativeOp]:
-    """Other ops that compute what `chosen` (``lower``'s answer) computes, with the
-    same crop: candidates for ``compile_op(..., tune=True)``, which keeps the fastest.
+    """Other formulations that compute what `chosen` (``lower``'s answer) computes, with
+    the same crop: candidates for ``compile_op(..., tune=True)``, which keeps the
+    fastest. The rewrites into another convolution-family op (``_rewrites``), and for
+    kernel == stride without pads or dilation, one MatMul (``matmul_way``)."""
+    ways = _rewrites(plan, input_shapes, chosen, why)
+    matmul = matmul_way(plan, input_shapes, chosen, why)
+    return ways + [matmul] if matmul is not None else ways
+
+
+#: ``NativeOp.kind`` of the MatMul formulation (``_impl.matmul_form``; its ``attrs``
+#: describe the op it computes), and its ``lowering``.
+MATMUL = "MatMul"
+AS_MATMUL = "one MatMul (kernel == stride: no two windows overlap)"
+
+
+def windows_apart(kind: str, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
+                  pads_begin: Sequence[int], pads_end: Sequence[int], output_padding: Sequence[int],
+                  small_spatial: Sequence[int], big_spatial: Sequence[int]) -> bool:
+    """Whether op `kind` of this geometry has no overlapping and no partial window: kernel ==
+    stride, dilation 1, no pads, no output_padding, the big tensor (ConvTranspose's dst)
+    exactly ``kernel * small`` per axis (ConvolutionBackwardData's floor leaves none over)."""
+    return kind in _registry.SPECS and tuple(kernel) == tuple(strides) and \
+        all(d == 1 for d in dilations) and not any(pads_begin) and not any(pads_end) and \
+        not any(output_padding) and \
+        all(b == k * s for b, k, s in zip(big_spatial, kernel, small_spatial))
+
+
+def matmul_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
+               why: str = "chosen by measurement") -> Optional[NativeOp]:
+    """The call as one oneDNN MatMul and the package's rearrangement (``_impl.matmul_form``),
+    where kernel == stride, no pads, dilation 1 and no output_padding make each window
+    its own block of the output; None elsewhere."""
+    a = plan.attrs
+    if chosen.unreached or chosen.crop:
+        return None
+    fmt = a.data_format
+    small, big = (input_shapes[0], plan.output_shape) if a.kind in (
+        _registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA) else (
+        (plan.output_shape, input_shapes[0]) if a.kind == _registry.CONV_TRANSPOSE_BWD_DATA
+        else (input_shapes[0], input_shapes[1]))
+    if not windows_apart(a.kind, plan.kernel, a.strides, a.dilations, plan.pads_begin,
+                                plan.pads_end, a.output_padding, shapes.data_spatial(fmt, small),
+                                shapes.data_spatial(fmt, big)):
+        return None
+    attrs = dict(op=a.kind, strides=list(a.strides), groups=a.groups, data_format=fmt,
+                 weights_format=a.weights_format)
+    return NativeOp(MATMUL, attrs, f"{AS_MATMUL} ({why})")
+
+
+def _rewrites(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
+                 chosen: NativeOp, why: str = "chosen by measurement") -> list[NativeOp]:
+    """The other single ops that compute what `chosen` computes (``alternatives``).
 
     ConvTranspose without bias and groups = 1 can run as a ConvolutionBackwardData,
     ConvTransposeBackwardData always as a forward Convolution,
@@ -301,6 +351,17 @@ def linked_version() -> tuple[int, int]:
 #: 1.12x on wide-1x1-s2; docs/alternative-lowerings.md). Sapphire Rapids lost on four.
 F32_DATA_AS_CONVOLUTION: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2), "avx512_core_bf16")})
 
+#: (oneDNN version, ISA) pairs where ConvTranspose and ConvolutionBackwardData with kernel
+#: == stride (no pads, dilation 1) and fewer than ``MATMUL_BELOW_CHANNELS`` output
+#: channels per group run in f32 as one MatMul (``_impl.matmul_form``): measured on
+#: AMD Zen 4, natively and capped at AVX2 (``preferred`` has the figures).
+MATMUL_FEW_CHANNELS: frozenset[tuple[tuple[int, int], str]] = frozenset({
+    ((3, 2), "avx512_core_bf16"), ((3, 2), "avx2")})
+MATMUL_BELOW_CHANNELS = 16
+#: Below this many FLOPs the MatMul formulation is not the default: its Python path
+#: and package copies cost tens of microseconds a call.
+MATMUL_FROM_FLOPS = 1 << 20
+
 #: Below this many FLOPs (``_cost.Problem.flops``) a ConvTranspose without bias and
 #: with groups = 1 runs as the ConvolutionBackwardData over the same weights: at that
 #: size a call's fixed cost decides, and 3.2's deconvolution, a wrapper around the
@@ -344,6 +405,17 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       1.05-1.13x on 4; bf16 grouped backward data 0.40-0.67x; the tiny ConvTranspose
       0.92-0.95x.
 
+    * ConvTranspose and ConvolutionBackwardData with kernel == stride (no pads,
+      dilation 1), fewer than 16 output channels per group, from 1 MFLOP, as one
+      MatMul (``matmul_way``; its product runs in f32 whatever the dtype) on AMD Zen 4
+      (``MATMUL_FEW_CHANNELS``): in f32 0.13-0.50x the native time in NXC and
+      0.17-0.81x in NCX on all 7 such shapes (ViT-B/16 and ConvNeXt-T patch
+      embeddings, 1-8 channels, kernels 2-16, 1-3 spatial axes; one NCX shape with one
+      channel 1.04x), where 16-512 channels took 0.88-1.18x; in bf16 and f16 0.13-0.78x
+      (the two patch embeddings). Capped at AVX2 (``avx2``), f32: 0.25-0.76x on the
+      same shapes. Its other uses (ConvTransposeBackwardData and -Weights, more
+      channels) won on some shapes and lost up to 12x on others: ``tune=True``
+      measures them.
     * ConvTranspose under ``TINY_FLOPS``, without bias, groups = 1, either data format,
       as the ConvolutionBackwardData over the same weights: on one thread 0.78-0.90x the
       native time at 0.01 and 0.29 MFLOP on the AVX2 EPYC (NCX and NXC; at 1-2 MFLOP
@@ -353,16 +425,19 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     ``tune=True`` measures.
     """
     a = plan.attrs
-    if chosen.kind != a.kind or chosen.unreached:
-        return chosen  # already rewritten so that this oneDNN compiles it
     isa = isa or _version.cpu_isa()
     version = version or linked_version()
+    matmul = _matmul_by_default(plan, input_shapes, chosen, dtype, isa, version, flops)
+    if matmul is not None:
+        return matmul
+    if chosen.kind != a.kind or chosen.unreached:
+        return chosen  # already rewritten so that this oneDNN compiles it
     wide = avx512(isa)
     if (version, wide) not in MEASURED:
         return chosen
     library = f"oneDNN {version[0]}.{version[1]}"
     if a.kind == _registry.CONV_TRANSPOSE and flops is not None and flops < TINY_FLOPS:
-        faster = alternatives(plan, input_shapes, chosen, f"faster on {library} for a tiny problem")
+        faster = _rewrites(plan, input_shapes, chosen, f"faster on {library} for a tiny problem")
         return faster[0] if faster else chosen  # with bias, groups > 1 or a crop: none
     if a.data_format != "NXC":
         return chosen
@@ -372,8 +447,23 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
              and (grouped or (dtype == "f32" and (not wide or (version, isa) in F32_DATA_AS_CONVOLUTION)))):
         why = f"faster on {library} for {dtype} NXC" + (" with groups > 1" if grouped else "") + \
             f" on {isa}"
-        return alternatives(plan, input_shapes, chosen, why)[0]
+        return _rewrites(plan, input_shapes, chosen, why)[0]
     return chosen
+
+
+def _matmul_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
+                       dtype: str, isa: str, version: tuple[int, int],
+                       flops: Optional[int]) -> Optional[NativeOp]:
+    """The MatMul formulation where ``MATMUL_FEW_CHANNELS`` makes it the default, else None."""
+    a = plan.attrs
+    if (version, isa) not in MATMUL_FEW_CHANNELS or flops is None or \
+            flops < MATMUL_FROM_FLOPS or a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA):
+        return None
+    channels = shapes.data_channels(a.data_format, plan.output_shape) // a.groups
+    if channels >= MATMUL_BELOW_CHANNELS:
+        return None
+    return matmul_way(plan, input_shapes, chosen,
+                      f"faster on oneDNN {version[0]}.{version[1]} for few output channels on {isa}")
 
 
 def spelled_natively(a: _attrs.ConvAttrs) -> dict[str, Any]:

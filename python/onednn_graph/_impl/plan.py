@@ -83,6 +83,8 @@ def _runs_in(way: _lowering.NativeOp, dtype: str, plan: shapes.Plan,
     inputs."""
     if dtype not in _dtypes.LOW_PRECISION or way.unreached:
         return dtype
+    if way.kind == _lowering.MATMUL:
+        return "f32"  # its product always runs in f32, between the package's casts
     taken, output = [tuple(s) for s in input_shapes], tuple(plan.output_shape)
     if way.crop:
         index = _lowering.geometry_tensor(plan.attrs.kind)
