@@ -54,6 +54,7 @@ __all__ = [
     "convolution",
     "convolution_backward_weights",
     "conv_transpose_backprop_filters",
+    "matmul",
     "post_ops",
     "dequantize",
     "quantize",
@@ -506,6 +507,36 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
         weights_format=weights_format)
     return np.ascontiguousarray(_relayout(dw, weights_format, filter_format))
 
+
+
+def matmul(src: Any, weights: Any, bias: Any = None, *, transpose_a: bool = False,
+           transpose_b: bool = False) -> np.ndarray:
+    """Reference MatMul, as oneDNN's Graph API defines it: ``src @ weights`` over the
+    last two axes (each first transposed where asked), the leading (batch) axes
+    broadcast as NumPy broadcasts them, plus `bias` broadcast to the result. What the
+    package's kernel == stride formulation runs (``_impl.matmul_form``), so that its
+    reproducers replay.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> matmul(np.array([[1.0, 2.0]]), np.array([[3.0], [4.0]]), np.array([0.5]))
+    array([[11.5]])
+    """
+    arrays = {"src": src, "weights": weights}
+    if bias is not None:
+        arrays["bias"] = bias
+    a, dtype = _inputs(**arrays)
+    x, w = a["src"], a["weights"]
+    if transpose_a:
+        x = np.swapaxes(x, -1, -2)
+    if transpose_b:
+        w = np.swapaxes(w, -1, -2)
+    # Every output element is one sum over k of products, in float64.
+    y = np.einsum("...ik,...kj->...ij", x, w)
+    if bias is not None:
+        y = y + a["bias"]
+    return y.astype(dtype, order="C")
 
 
 def _erf(x: np.ndarray) -> np.ndarray:

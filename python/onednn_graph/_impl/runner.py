@@ -18,6 +18,7 @@ plus small even steps, which every int8 kernel computes exactly (see
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -37,7 +38,10 @@ from ..errors import UnsupportedError
 #: legacy name, the convolution ops some calls run as, and the epilogue oneDNN fuses
 #: after them).
 CONVOLUTIONS = tuple(_registry.SPECS) + (_registry.LEGACY.kind,)
-CHECKED = CONVOLUTIONS + _graph_reference.EPILOGUE
+#: ...and MatMul, which the kernel == stride formulation runs (``_impl.matmul_form``):
+#: its reproducers hold one.
+REFERENCED = CONVOLUTIONS + ("MatMul",)
+CHECKED = REFERENCED + _graph_reference.EPILOGUE
 
 
 def reference_of(kind: str) -> Any:
@@ -74,22 +78,24 @@ class Result:
 
 @dataclass
 class _Call:
-    """An op as a reference call: function, input ids, keyword arguments, plan."""
+    """An op as a reference call: function, input ids, keyword arguments, and the
+    number of f32 terms each output sums (``tolerance``) and its FLOPs."""
 
     fn: Any
     input_ids: list[int]
     kwargs: dict[str, Any]
-    plan: shapes.Plan
-    input_shapes: list[tuple[int, ...]]
-
-    @property
-    def terms(self) -> int:
-        return tolerance.accumulation_terms(self.plan, self.input_shapes)
+    terms: int
+    flops: int
 
 
 def _call(op: _graph.Op) -> _Call:
     kind, attrs = op.kind, op.attrs
     ids = [t.id for t in op.inputs]
+    if kind == "MatMul":
+        flags = {k: bool(attrs.get(k, False)) for k in ("transpose_a", "transpose_b")}
+        src = op.inputs[0].shape
+        k = src[-2] if flags["transpose_a"] else src[-1]
+        return _Call(reference.matmul, ids, flags, k, 2 * k * math.prod(op.outputs[0].shape))
     spec = _registry.spec(kind)
     shape_attr = _registry.shape_attr(kind)
     if shape_attr:
@@ -97,7 +103,9 @@ def _call(op: _graph.Op) -> _Call:
         attrs.setdefault(shape_attr, list(op.outputs[0].shape))
     in_shapes = [tuple(t.shape) for t in op.inputs[:len(ids)]]
     current, kw, _ = shapes.current_form(kind, attrs)
-    return _Call(reference_of(kind), ids, attrs, shapes.plan(current, in_shapes, **kw), in_shapes)
+    plan = shapes.plan(current, in_shapes, **kw)
+    return _Call(reference_of(kind), ids, attrs, tolerance.accumulation_terms(plan, in_shapes),
+                 _cost.problem(plan, in_shapes).flops)
 
 
 def check_runnable(graph: _graph.Graph) -> None:
@@ -105,7 +113,7 @@ def check_runnable(graph: _graph.Graph) -> None:
     for op in graph.ops:
         if op.kind not in CHECKED:
             raise ValueError(f"op {op.id} is a {op.kind}; the driver runs graphs of "
-                             f"{', '.join(CONVOLUTIONS)} and the epilogue oneDNN fuses after "
+                             f"{', '.join(REFERENCED)} and the epilogue oneDNN fuses after "
                              "them (BiasAdd, Dequantize, Quantize, the onednn_graph.post ops): "
                              "the ops the reference covers")
         for t in op.inputs + op.outputs:
@@ -209,11 +217,11 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
     compiling or executing fails.
     """
     check_runnable(graph)
-    calls = {op.id: _call(op) for op in graph.ops if op.kind in CONVOLUTIONS}
+    calls = {op.id: _call(op) for op in graph.ops if op.kind in REFERENCED}
     epilogue = len(calls) < len(graph.ops)
     if epilogue and exact:
         raise ValueError("exact mode checks graphs of the convolution ops alone; this one has "
-                         f"{', '.join(sorted({op.kind for op in graph.ops} - set(CONVOLUTIONS)))}"
+                         f"{', '.join(sorted({op.kind for op in graph.ops} - set(REFERENCED)))}"
                          " (use the default mode: a bound carried through the graph)")
     lts = {t.id: t for op in graph.ops for t in op.inputs + op.outputs}
     produced = {t.id for op in graph.ops for t in op.outputs}
@@ -270,7 +278,7 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
                          f"TypeCasts (no kernel for the dtype on {_core.cpu_isa()}, or only "
                          f"the reference one), {c.conversions}" for p, (c, _, _) in zip(partitions, steps)
                          if c.runs_in_f32]
-    result.flops = sum(_cost.problem(c.plan, c.input_shapes).flops for c in calls.values())
+    result.flops = sum(c.flops for c in calls.values())
     if epilogue and not perf:
         result.checks = _check_outputs(graph, calls, arrays)
         result.passed = all(c.comparison.ok for c in result.checks)

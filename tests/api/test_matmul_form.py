@@ -1,0 +1,265 @@
+"""kernel == stride as one MatMul (``_impl.matmul_form``): every op, layout, group
+count and rank against the float64 reference; when the rules and tuning choose it;
+that its reproducer replays; and that it refuses arrays it was not compiled for.
+
+The formulation is forced here (the call's plan with ``matmul_way`` as its way), so
+each case runs it whatever this CPU's default rules choose. Its product runs in f32
+on exactly the products and sums of the op (no window overlaps, so each output is
+one sum over the same terms): the reference bound of the op in its dtype
+(``tolerance``) holds, and the bf16/f16 calls (f32 between the package's exact
+conversions) are held to their own dtype's bound as every f32 chain is.
+"""
+
+import dataclasses
+import importlib
+import itertools
+
+import numpy as np
+import pytest
+
+import onednn_graph as og
+from onednn_graph import reference as R, shapes
+from onednn_graph._impl import (call as _call, compiled as _compiled, lowering as _lowering,
+                                matmul_form as _matmul_form, plan as _plan, registry as _registry,
+                                runner as _runner)
+from onednn_graph.tolerance import accumulation_terms
+from helpers import assert_matches_reference, random
+
+CT, CTBD, CTBW, CBD = ("ConvTranspose", "ConvTransposeBackwardData",
+                       "ConvTransposeBackwardWeights", "ConvolutionBackwardData")
+REFERENCE = {CT: R.conv_transpose, CTBD: R.conv_transpose_backward_data,
+             CTBW: R.conv_transpose_backward_weights, CBD: R.convolution_backward_data}
+NAMES = {CT: ("src", "weights", "bias"), CTBD: ("diff_dst", "weights"),
+         CTBW: ("src", "diff_dst"), CBD: ("diff_dst", "weights")}
+
+
+def _problem(rng, kind, fmt, wfmt, groups, rank, dtype="f32", bias=False, batch=3,
+             small_channels=None, big_channels=None, spatial=(3, 5, 2)):
+    """Inputs and keywords of `kind` with kernel == stride: odd batch and spatial sizes,
+    a different kernel per axis; `groups` = small_channels makes it depthwise."""
+    kernel = (2, 3, 1)[:rank]
+    spatial = spatial[:rank]
+    c = small_channels or 2 * groups
+    o = big_channels or 3 * groups
+    small = shapes.data_shape_for(fmt, batch, c, spatial)
+    big = shapes.data_shape_for(fmt, batch, o, tuple(k * x for k, x in zip(kernel, spatial)))
+    attrs = og._impl.attrs.normalize(kind, rank, weights_format=wfmt, groups=groups)
+    w_shape = shapes.weights_shape_for(attrs, c, o, kernel) if _registry.SPECS[kind].transposed \
+        else shapes.weights_shape_for(attrs, o, c, kernel)
+    kw = dict(strides=kernel, groups=groups, data_format=fmt, weights_format=wfmt)
+    if kind == CT:
+        arrays = [random(rng, small, dtype), random(rng, w_shape, dtype)]
+        if bias:
+            arrays.append(random(rng, (o,), dtype))
+    elif kind == CBD:
+        arrays, kw["dst_shape"] = [random(rng, small, dtype), random(rng, w_shape, dtype)], big
+    elif kind == CTBD:
+        arrays = [random(rng, big, dtype), random(rng, w_shape, dtype)]
+    else:
+        arrays, kw["weights_shape"] = [random(rng, small, dtype), random(rng, big, dtype)], w_shape
+    return arrays, kw
+
+
+def _as_matmul(kind, arrays, kw, out_meta=None):
+    """The call prepared with the MatMul formulation as its way."""
+    names = NAMES[kind][:len(arrays)]
+    cp = _plan.plan_call(kind, names, arrays, dict(kw))
+    way = _lowering.matmul_way(cp.plan, cp.input_shapes, cp.native)
+    assert way is not None and way.kind == _matmul_form.MATMUL
+    return cp, _call.prepare(dataclasses.replace(cp, way=way), arrays, out_meta)
+
+
+def _check(kind, arrays, kw, got, dtype):
+    names = NAMES[kind][:len(arrays)]
+    cp = _plan.plan_call(kind, names, arrays, dict(kw))
+    args = list(arrays)
+    kwargs = dict(kw)
+    shape_attr = _registry.SPECS[kind].shape_attr
+    if shape_attr:
+        args.append(kwargs.pop(shape_attr))
+    assert_matches_reference(got, REFERENCE[kind], tuple(args), kwargs, dtype,
+                             accumulation_terms(cp.plan, cp.input_shapes))
+
+
+LAYOUTS = [(kind, fmt, wfmt) for kind in REFERENCE for fmt in ("NCX", "NXC")
+           for wfmt in _registry.SPECS[kind].weights_formats]
+
+
+@pytest.mark.parametrize("kind,fmt,wfmt", LAYOUTS)
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_every_layout_and_rank_matches_the_reference(rng, kind, fmt, wfmt, rank):
+    for groups in (1, 2):
+        arrays, kw = _problem(rng, kind, fmt, wfmt, groups, rank, bias=kind == CT)
+        cp, prepared = _as_matmul(kind, arrays, kw)
+        assert prepared.op.lowering.startswith(_lowering.AS_MATMUL)
+        out = np.full(cp.result_shape, np.nan, np.float32)
+        prepared.run(list(arrays), out)
+        _check(kind, arrays, kw, out, "f32")
+
+
+@pytest.mark.parametrize("kind", list(REFERENCE))
+@pytest.mark.parametrize("fmt", ["NCX", "NXC"])
+def test_depthwise_and_many_groups(rng, kind, fmt):
+    wfmt = _registry.SPECS[kind].weights_formats[0]
+    arrays, kw = _problem(rng, kind, fmt, wfmt, 4, 2, bias=kind == CT, small_channels=4,
+                          big_channels=4)
+    cp, prepared = _as_matmul(kind, arrays, kw)
+    out = np.full(cp.result_shape, np.nan, np.float32)
+    prepared.run(list(arrays), out)
+    _check(kind, arrays, kw, out, "f32")
+
+
+@pytest.mark.parametrize("kind", list(REFERENCE))
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_low_precision_runs_its_product_in_f32(rng, kind, dtype):
+    """bf16 / f16: exact conversions up, the f32 product, one rounding down; the
+    dtype's own bound holds (the chain's: test_as_f32)."""
+    for fmt in ("NCX", "NXC"):
+        wfmt = _registry.SPECS[kind].weights_formats[-1]
+        arrays, kw = _problem(rng, kind, fmt, wfmt, 2, 2, dtype=dtype, bias=kind == CT)
+        cp, prepared = _as_matmul(kind, arrays, kw)
+        out = np.empty(cp.result_shape, arrays[0].dtype)
+        prepared.run(list(arrays), out)
+        _check(kind, arrays, kw, out, dtype)
+
+
+@pytest.mark.parametrize("kind", list(REFERENCE))
+def test_strided_inputs_and_out(rng, kind):
+    """Every-other-element views in and out: read and written where they lie (the
+    matrices are views of them, or the package's rearranging copies)."""
+    def strided(a):
+        wide = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+        view = wide[..., ::2]
+        view[...] = a
+        return view
+    for fmt in ("NCX", "NXC"):
+        wfmt = _registry.SPECS[kind].weights_formats[0]
+        arrays, kw = _problem(rng, kind, fmt, wfmt, 1, 2, bias=kind == CT)
+        arrays = [strided(a) for a in arrays]
+        names = NAMES[kind][:len(arrays)]
+        shape = _plan.plan_call(kind, names, arrays, dict(kw)).result_shape
+        out = strided(np.full(shape, np.nan, np.float32))
+        _, prepared = _as_matmul(kind, arrays, kw, _compiled.meta(out))
+        prepared.run(list(arrays), out)
+        _check(kind, arrays, kw, out, "f32")
+        assert not np.isnan(out.base).any() or np.isnan(out.base[..., 1::2]).all()
+
+
+def test_refuses_arrays_it_was_not_compiled_for(rng):
+    """Its matrices are views made from the compiled strides: any other array is
+    refused before anything is read or written."""
+    arrays, kw = _problem(rng, CT, "NXC", "XOI", 1, 2)
+    cp, prepared = _as_matmul(CT, arrays, kw)
+    out = np.full(cp.result_shape, np.nan, np.float32)
+    transposed = np.asfortranarray(arrays[0])
+    with pytest.raises(ValueError, match="element strides"):
+        prepared.op.execute([transposed, arrays[1]], out)
+    with pytest.raises(ValueError, match="shares memory"):
+        big = np.zeros(max(out.size, arrays[0].size) * 2, np.float32)
+        alias = big[:arrays[0].size].reshape(arrays[0].shape)
+        alias[...] = arrays[0]
+        prepared.op.execute([alias, arrays[1]], big[:out.size].reshape(out.shape))
+    read_only = out.copy()
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        prepared.op.execute(list(arrays), read_only)
+    assert np.isnan(out).all()
+
+
+def test_only_kernel_equal_to_stride_without_pads_has_it(rng):
+    """Overlapping windows, pads, dilation or output_padding: no MatMul formulation."""
+    for extra in (dict(strides=1), dict(pads_begin=1, pads_end=1), dict(dilations=2),
+                  dict(output_padding=1)):
+        x = random(rng, (1, 4, 4, 2), "f32")
+        w = random(rng, (2, 2, 3, 2), "f32")
+        kw = dict(dict(strides=2, data_format="NXC", weights_format="XOI"), **extra)
+        cp = _plan.plan_call(CT, ("src", "weights"), [x, w], kw)
+        assert _lowering.matmul_way(cp.plan, cp.input_shapes, cp.native) is None, extra
+        assert all(w.kind != _matmul_form.MATMUL for w in
+                   _lowering.alternatives(cp.plan, cp.input_shapes, cp.native))
+
+
+def _few_channels_plan(rng, kind, fmt, big_channels):
+    wfmt = _registry.SPECS[kind].weights_formats[0]
+    arrays, kw = _problem(rng, kind, fmt, wfmt, 1, 2, small_channels=64, big_channels=big_channels,
+                          batch=8, spatial=(16, 16))
+    return _plan.plan_call(kind, NAMES[kind][:len(arrays)], arrays, dict(kw))
+
+
+@pytest.mark.parametrize("kind,fmt,isa,channels,chosen", [
+    (CT, "NXC", "avx512_core_bf16", 3, True),
+    (CBD, "NCX", "avx512_core_bf16", 8, True),
+    (CT, "NCX", "avx2", 15, True),
+    (CT, "NXC", "avx512_core_bf16", 16, False),       # 16 channels fill a vector: the native op
+    (CTBD, "NXC", "avx512_core_bf16", 3, False),      # won on some shapes only: tuning measures
+    (CTBW, "NXC", "avx512_core_bf16", 3, False),
+    (CT, "NXC", "avx512_core_amx", 3, False),         # a family nobody measured runs ops as written
+])
+def test_default_rule(rng, kind, fmt, isa, channels, chosen):
+    cp = _few_channels_plan(rng, kind, fmt, channels)
+    way = _lowering.preferred(cp.plan, cp.input_shapes, cp.native, "f32", isa=isa,
+                              flops=cp.size.flops, version=(3, 2))
+    assert (way.kind == _matmul_form.MATMUL) == chosen, way.lowering
+    if chosen:
+        assert "few output channels" in way.lowering and isa in way.lowering
+        # bf16 and f16 too: the formulation runs its product in f32 (measured faster
+        # than oneDNN's own kernels and the f32 chain for those dtypes)
+        way16 = _lowering.preferred(cp.plan, cp.input_shapes, cp.native, "bf16", isa=isa,
+                                    flops=cp.size.flops, version=(3, 2))
+        assert way16.kind == _matmul_form.MATMUL
+        # ...and never below MATMUL_FROM_FLOPS
+        small = _lowering.preferred(cp.plan, cp.input_shapes, cp.native, "f32", isa=isa,
+                                    flops=_lowering.MATMUL_FROM_FLOPS - 1, version=(3, 2))
+        assert small.kind != _matmul_form.MATMUL
+
+
+def test_default_rule_on_this_cpu_runs_it_through_the_public_api(rng):
+    """A ViT-like few-channel problem through og.conv_transpose: what the rule says
+    for this CPU runs, and agrees with the reference."""
+    arrays, kw = _problem(rng, CT, "NXC", "XOI", 1, 2, bias=True, small_channels=64, big_channels=3,
+                          batch=8, spatial=(16, 16))
+    cp = _plan.plan_call(CT, NAMES[CT], arrays, dict(kw))
+    op = og.compile_op(CT, src=arrays[0], weights=arrays[1], bias=arrays[2], **kw)
+    assert op.lowering == cp.way.lowering
+    expected = (_lowering.linked_version(), og.cpu_isa()) in _lowering.MATMUL_FEW_CHANNELS
+    assert op.lowering.startswith(_lowering.AS_MATMUL) == expected
+    got = og.conv_transpose(*arrays, **kw)
+    _check(CT, arrays, kw, got, "f32")
+    np.testing.assert_array_equal(op(*arrays), got)
+
+
+def test_tuning_offers_it(rng, tmp_path, monkeypatch):
+    monkeypatch.setenv("ONEDNN_GRAPH_TUNING_DB", str(tmp_path / "tuning.json"))
+    arrays, kw = _problem(rng, CTBD, "NXC", "XOI", 1, 2)
+    op = og.compile_op(CTBD, diff_dst=arrays[0], weights=arrays[1], tune=True, **kw)
+    assert op.tuning is not None and any(k.startswith(_lowering.AS_MATMUL) for k in op.tuning), \
+        op.tuning
+    _check(CTBD, arrays, kw, op(*arrays), "f32")
+
+
+@pytest.mark.parametrize("kind,fmt", list(itertools.product(REFERENCE, ["NCX", "NXC"])))
+def test_reproducer_holds_the_matmul_and_replays_exactly(rng, kind, fmt):
+    """A call run as the MatMul writes the MatMul oneDNN ran, on its matrices; the
+    driver replays it in exact mode (integers an f32 accumulator sums exactly)."""
+    wfmt = _registry.SPECS[kind].weights_formats[0]
+    arrays, kw = _problem(rng, kind, fmt, wfmt, 2, 2, bias=kind == CT)
+    cp, prepared = _as_matmul(kind, arrays, kw)
+    doc = og.reproducer(prepared.op).native
+    assert [op["kind"] for op in doc["graph"]] == ["MatMul"]
+    assert _runner.run(og.load_graph(doc), exact=True).passed
+    # A planned call (described, not run) writes the same MatMul.
+    reproducer_module = importlib.import_module("onednn_graph.reproducer")
+    way = _lowering.matmul_way(cp.plan, cp.input_shapes, cp.native)
+    described = reproducer_module.describe(dataclasses.replace(cp, way=way), arrays)
+    assert described.native["graph"][0]["kind"] == "MatMul"
+    assert described.native["graph"][0]["inputs"] == doc["graph"][0]["inputs"]
+
+
+def test_reference_matmul_by_hand():
+    a = np.arange(6, dtype=np.float32).reshape(1, 2, 3)
+    b = np.arange(12, dtype=np.float32).reshape(2, 3, 2)  # batch broadcast: 1 against 2
+    got = R.matmul(a, b, np.array([1.0, -1.0], np.float32))
+    want = np.stack([a[0] @ b[0], a[0] @ b[1]]) + np.array([1.0, -1.0])
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(R.matmul(b, a, transpose_a=True, transpose_b=True),
+                                  np.swapaxes(b, 1, 2) @ np.swapaxes(a, 1, 2))
