@@ -3,7 +3,9 @@ ConvTranspose (groups = 1, no bias) natively and as a ConvolutionBackwardData,
 ConvTransposeBackwardData natively and as the forward Convolution it equals,
 ConvTransposeBackwardWeights natively and as the ConvolutionBackwardWeights of
 diff_dst and src, ConvolutionBackwardData (groups = 1) natively and as a
-ConvTranspose (onednn_graph._lowering.alternatives). Prints per-configuration
+ConvTranspose, and each of the four with kernel == stride (no pads, dilation 1)
+natively and as one MatMul (onednn_graph._lowering.alternatives; a row per
+alternative). Prints per-configuration
 medians of interleaved rounds, and whether both results lie within the
 package's error bound of the NumPy reference (onednn_graph.tolerance).
 
@@ -48,6 +50,23 @@ HELD_OUT = [
     suite.Case("dcgan-head", 64, 100, 512, (1, 1), 4, 1, 0),
     suite.Case("wide-4x4-s1", 16, 512, 512, (4, 4), 3, 1, 1),
     suite.Case("wide-1x1-s2", 64, 1024, 1024, (1, 1), 2, 2, 0),
+    # kernel == stride, where the MatMul formulation applies: channel counts from 1
+    # to 512 on the big side, kernels of 2 to 8, 1-D to 3-D.
+    suite.Case("patch-1d-k4", 8, 256, 64, (256,), 4, 4, 0),
+    suite.Case("upconv-k2-c16", 4, 64, 16, (64, 64), 2, 2, 0),
+    suite.Case("stem-k4-c32", 8, 64, 32, (32, 32), 4, 4, 0),
+    suite.Case("patch-k8-c8", 4, 256, 8, (16, 16), 8, 8, 0),
+    suite.Case("vnet-head-k2-c1", 2, 16, 1, (16, 16, 16), 2, 2, 0),
+    suite.Case("decoder-k2-c512", 8, 1024, 512, (8, 8), 2, 2, 0),
+    suite.Case("swin-k4-c3-b1", 1, 128, 3, (56, 56), 4, 4, 0),
+    # stride 1 with few output channels, where a Convolution can compute several
+    # output positions per channel: first-layer data gradients, grayscale, audio.
+    suite.Case("first-k3-c3", 8, 64, 3, (112, 112), 3, 1, 1),
+    suite.Case("gray-k3-c1", 8, 64, 1, (128, 128), 3, 1, 1),
+    suite.Case("stem-k7-c3-s1", 4, 64, 3, (112, 112), 7, 1, 3),
+    suite.Case("audio-k15-c2", 8, 128, 2, (4096,), 15, 1, 7),
+    suite.Case("k3-c8", 8, 64, 8, (64, 64), 3, 1, 1),
+    suite.Case("volume-k3-c3", 1, 32, 3, (48, 64, 64), 3, 1, 1),
 ]
 
 
@@ -77,8 +96,9 @@ def main() -> None:
     cases = HELD_OUT if args.held_out else suite.CASES
     wanted = set(args.cases.split(",")) if args.cases else None
     kinds = [k for k in KINDS if suite.SHORT[k] in args.kinds.split(",")]
-    print("| case | op | dtype | format | native ms | alternative ms | ratio | both within the bound |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| case | op | dtype | format | alternative | native ms | alternative ms | ratio | "
+          "both within the bound |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for case in cases:
         if wanted and case.name not in wanted:
             continue
@@ -92,25 +112,33 @@ def main() -> None:
                     others = _lowering.alternatives(plan, input_shapes, native)
                     if not others:
                         continue  # e.g. ConvolutionBackwardData with groups > 1
-                    ops = [compiled(p, native), compiled(p, others[0])]
-                    terms = tolerance.accumulation_terms(plan, input_shapes)
-                    ok = True
-                    for op in ops:
-                        y = np.empty_like(p.out)
-                        op.execute(list(p.arrays), y)
-                        ok &= within_bound(p, y, dtype, terms)
-                    run = [lambda n, op=op: suite._timed(lambda: op.execute(list(p.arrays), p.out), n)
-                           for op in ops]
-                    n = max(1, int(0.05 / max(1e-6, run[0](2))))
-                    samples: list[list[float]] = [[], []]
-                    for _ in range(7):
-                        for i in (0, 1):
-                            time.sleep(0.01)
-                            samples[i].append(run[i](n))
-                    a, b = (float(np.median(s)) for s in samples)
-                    print(f"| {case.name} | {suite.SHORT[kind]} | {dtype} | {fmt} | {a * 1e3:.3f} | "
-                          f"{b * 1e3:.3f} | {b / a:.2f} | {'yes' if ok else 'NO'} |", flush=True)
+                    for other in others:
+                        measure(p, case, dtype, fmt, plan, input_shapes, native, other)
 
+
+def measure(p: suite.Problem, case: suite.Case, dtype: str, fmt: str, plan: Any,
+            input_shapes: list, native: _lowering.NativeOp, other: _lowering.NativeOp) -> None:
+    """One row: `native` and `other` in interleaved rounds, and both against the reference."""
+    ops = [compiled(p, native), compiled(p, other)]
+    terms = tolerance.accumulation_terms(plan, input_shapes)
+    ok = True
+    for op in ops:
+        y = np.empty_like(p.out)
+        op.execute(list(p.arrays), y)
+        ok &= within_bound(p, y, dtype, terms)
+    run = [lambda n, op=op: suite._timed(lambda: op.execute(list(p.arrays), p.out), n)
+           for op in ops]
+    n = max(1, int(0.05 / max(1e-6, run[0](2))))
+    samples: list[list[float]] = [[], []]
+    for _ in range(7):
+        for i in (0, 1):
+            time.sleep(0.01)
+            samples[i].append(run[i](n))
+    a, b = (float(np.median(s)) for s in samples)
+    form = {"matmul": "MatMul", "packed": f"packed x{other.attrs.get('positions')}"}.get(
+        _lowering.formed(other) or "", other.lowering.split(" (")[0])
+    print(f"| {case.name} | {suite.SHORT[p.kind]} | {dtype} | {fmt} | {form} | {a * 1e3:.3f} | "
+          f"{b * 1e3:.3f} | {b / a:.2f} | {'yes' if ok else 'NO'} |", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -16,7 +16,9 @@ The systems:
   ``aten.convolution_backward``, the functions autograd calls), when installed,
 * ``cpp``: ``benchmarks/single_op.cpp``, the same single-op partition (the op
   the package hands oneDNN, after any lowering, on the same OpenMP thread
-  count) driven through the C++ API.
+  count) driven through the C++ API; for a call run as one MatMul
+  (``_impl.matmul_form``), that bare MatMul on the same matrices, without the
+  package's rearrangement.
 
 FLOPs = 2 * N * C_in * (C_out / groups) * prod(K) * prod(spatial of ConvTranspose's src),
 the same for the four ops.
@@ -41,8 +43,8 @@ import numpy as np
 
 from onednn_graph import _core, ops, shapes
 from onednn_graph._impl import (as_f32 as _as_f32, attrs as _attrs, call as _call,
-                                compiled as _compiled, dtypes as _dtypes, version as _version,
-                                plan as _plan, registry)
+                                compiled as _compiled, dtypes as _dtypes, matmul_form as _matmul_form,
+                                version as _version, plan as _plan, registry)
 from onednn_graph.operation import compile_op
 
 
@@ -68,6 +70,10 @@ CASES = [
     Case("unet-3d", 2, 64, 32, (8, 16, 16), 2, 2, 0),
     Case("depthwise", 8, 64, 64, (32, 32), 4, 2, 1, groups=64),
     Case("tiny", 1, 8, 8, (4, 4), 2, 2, 0),
+    # kernel == stride at large kernels and few channels: a ViT-B/16 patch embedding
+    # and a ConvNeXt-T stem (their data gradients, and ConvTranspose of that geometry)
+    Case("vit-b16", 8, 768, 3, (14, 14), 16, 16, 0),
+    Case("convnext-stem", 8, 96, 3, (56, 56), 4, 4, 0),
 ]
 OPS = ("ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
        "ConvolutionBackwardData")
@@ -178,6 +184,10 @@ def floor_input(p: Problem) -> str:
     if isinstance(op, _as_f32.F32Chain):
         raise NotImplementedError(f"{op.reason}: it runs in f32 between TypeCasts, and the C++ "
                                   "floor drives single-op partitions")
+    if isinstance(op, _matmul_form.MatMulForm):
+        # kernel == stride as one MatMul: the floor is that bare MatMul partition on the
+        # same matrices, without the package's rearranging copies and Python path.
+        op = op.matmul
     if prepared.crop or prepared.out_perm is not None or op.compiled is None:
         raise NotImplementedError("the C++ floor drives plain single-op problems only")
     lines = [f"kind {op.kind}", f"dtype {op.dtype}", f"threads {op.threads}"]

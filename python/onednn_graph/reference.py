@@ -406,11 +406,12 @@ def convolution_backward_data(diff_dst: Any, weights: Any,
     return (_post_chain(dx, post_ops) if post_ops else dx).astype(dtype, order="C")
 
 
-def convolution(src: Any, weights: Any, *, strides: Spatial = 1, pads_begin: Spatial = 0,
+def convolution(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 1, pads_begin: Spatial = 0,
                 pads_end: Spatial = 0, dilations: Spatial = 1, auto_pad: str = "none",
                 groups: int = 1, data_format: str = "NXC", weights_format: str = "XIO"
                 ) -> np.ndarray:
-    """Reference forward convolution (no bias), the op whose adjoint is ConvolutionBackwardData.
+    """Reference forward convolution (`bias`: one value per output channel, optional),
+    the op whose adjoint is ConvolutionBackwardData.
 
     ``weights`` are ``OIX`` = ``(C_out, C_in/groups, *K)`` or ``XIO``. The output
     size is ``floor((X + pb + pe - (K-1)*d - 1) / s) + 1``, with auto_pad on
@@ -424,14 +425,17 @@ def convolution(src: Any, weights: Any, *, strides: Spatial = 1, pads_begin: Spa
     >>> convolution(x, w, data_format="NCX", weights_format="OIX")
     array([[[-1., -1., -1.]]])
     """
-    a, dtype = _inputs(src=src, weights=weights)
+    a, dtype = _inputs(src=src, weights=weights, bias=bias)
     kw = _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_format,
                   weights_format)
-    p = shapes.plan("Convolution", [a["src"].shape, a["weights"].shape], **kw)
+    p = shapes.plan("Convolution", [a["src"].shape, a["weights"].shape] +
+                    ([a["bias"].shape] if bias is not None else []), **kw)
     x = _relayout(a["src"], data_format, "NCX")
     w = _relayout(a["weights"], p.attrs.weights_format, "OIX")
     out_spatial = shapes.data_spatial(data_format, p.output_shape)
     y = _conv_ncx(x, w, _geom(p), p.attrs.groups, out_spatial)
+    if bias is not None:
+        y = y + a["bias"].reshape((1, -1) + (1,) * (y.ndim - 2))
     return _relayout(y, "NCX", data_format).astype(dtype, order="C")
 
 

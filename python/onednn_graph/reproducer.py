@@ -21,10 +21,9 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from . import _core, graph as _graph, graph_json, ops, quant as _quant
-from ._impl import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, fused as _fused,
-                    kernels as _kernels, matmul_form as _matmul_form, plan as _plan,
-                    registry as _registry,
-                    unreached as _unreached)
+from ._impl import (arrays as _arrays, as_f32 as _as_f32, call as _call, compiled as _compiled,
+                    formed as _formed, fused as _fused, kernels as _kernels, lowering as _lowering,
+                    plan as _plan, registry as _registry, unreached as _unreached)
 from .operation import Operation
 
 __all__ = ["Reproducer", "reproducer", "benchdnn_command"]
@@ -91,9 +90,9 @@ def describe(cp: _plan.CallPlan, inputs: Sequence[np.ndarray]) -> Reproducer:
     spec = _graph.Op(0, kind, lts, [out], cp.spec_attrs(), kind)
     if way.unreached:  # the geometry fixes the result; oneDNN runs nothing (_impl.unreached)
         return Reproducer(graph_json.document([spec]), graph_json.document([spec]))
-    if way.kind == _matmul_form.MATMUL:  # one MatMul on matrices of the arrays
-        form = _matmul_form.MatMulForm(way.kind, way.attrs, dtype, [_compiled.meta(a) for a in inputs],
-                                       (out_shape, tuple(out.strides)), compile=False)
+    if _lowering.formed(way) is not None:  # one op on the package's views of the arrays
+        form = _call.formed_op(way, dtype, [_compiled.meta(a) for a in inputs],
+                               (out_shape, tuple(out.strides)), compile=False)
         return Reproducer(graph_json.document([spec]), graph_json.document(form.graph_ops()))
     taken = [lts[i] for i in way.input_order] if way.input_order else lts
     run = _core.Op(0, way.kind, taken, [out], way.attrs, way.kind)
@@ -163,7 +162,7 @@ def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
     if isinstance(target, _unreached.Unreached):
         raise ValueError("reproducer: no kernel window reaches this op's output, so oneDNN runs "
                          "nothing for it; give the functional-API call instead")
-    if isinstance(target, (_compiled.CompiledOp, _as_f32.F32Chain, _matmul_form.MatMulForm)):
+    if isinstance(target, (_compiled.CompiledOp, _as_f32.F32Chain, _formed.Formed)):
         if args or kwargs:
             raise TypeError("reproducer(compiled_op) takes no further arguments")
         ops_ = target.graph_ops() if not isinstance(target, _compiled.CompiledOp) else [

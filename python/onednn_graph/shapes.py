@@ -572,6 +572,8 @@ def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Plan
             _fail(f"weights {w}: the I axis ({i}) times groups ({g}) must equal the "
                   f"channels of src ({c}); the I axis holds C_in/groups")
         _check_groups(g, "the weights' O axis (C_out)", o)
+        if len(shapes) == 3 and shapes[2] != (o,):
+            _fail(f"bias {shapes[2]} must have shape ({o},): one value per dst channel")
         out = [conv_out_size(x, k, s, d, p0, p1)
                for x, k, (s, d, _), (p0, p1) in zip(x_sp, kernel, sizes, pads)]
         c_res = o

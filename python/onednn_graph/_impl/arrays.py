@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 import ml_dtypes
 import numpy as np
@@ -126,6 +126,15 @@ def describable(array: np.ndarray) -> bool:
         return True
     return all(s > 0 and s % array.itemsize == 0 for s, d in zip(array.strides, array.shape)
                if d > 1) and array.flags.aligned
+
+
+def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Element strides of a C-contiguous array of `shape` (a zero dim counts as 1)."""
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(int(d), 1)
+    return tuple(reversed(strides))
 
 
 def element_strides(array: np.ndarray) -> list[int]:

@@ -35,17 +35,9 @@ import numpy as np
 from .. import _core
 from . import (casts as _casts, compiled as _compiled, dtypes as _dtypes, registry as _registry,
                version as _version)
+from .arrays import dense_strides
 from .compiled import CompiledOp, private_copy
 from ..errors import Error, UnsupportedError
-
-def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """Element strides of a C-contiguous array of `shape` (a zero dim counts as 1)."""
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= max(int(d), 1)
-    return tuple(reversed(strides))
-
 
 def dense_like(shape: Sequence[int], strides: Optional[Sequence[int]]) -> tuple[int, ...]:
     """Element strides of a dense array of `shape` whose axes lie in memory in the

@@ -20,7 +20,7 @@ import numpy as np
 from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, casts as _casts, compiled as _compiled,
                cost as _cost, dtypes as _dtypes, kernels as _kernels, lowering as _lowering,
-               matmul_form as _matmul_form, plan as _plan, tuning as _tuning, tuning_db as _tuning_db,
+               matmul_form as _matmul_form, packed_form as _packed_form, plan as _plan, tuning as _tuning, tuning_db as _tuning_db,
                unreached as _unreached)
 from .dtypes import dtype_name
 from ..errors import UnsupportedError
@@ -157,10 +157,14 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
     # compile only the formulation it names, and time nothing.
     tune_key, decision, decided = None, None, None
     if tune and not way.unreached:
+        # The formulations this package version has for the problem belong to the key:
+        # a decision made among fewer (before a new one existed) is measured again.
+        ways = sorted(w.lowering.split(" (")[0]
+                      for w in [native, *_lowering.alternatives(plan, input_shapes, native)])
         tune_key = _tuning_db.problem_key(
             [cp.kind, dtype_name(dtype), native.kind, native.attrs, native.crop,
              layouts, _out_layout(out_meta), constant,
-             "auto" if chosen_threads else threads])
+             "auto" if chosen_threads else threads, ways])
         decision = _tuning_db.tuning_database().get(tune_key)
         decided = _decided_way(decision, cp)
         if decided is not None and decision is not None and _tuning.rechecking() \
@@ -212,7 +216,7 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
 def _out_layout(out_meta: Optional[tuple]) -> Optional[tuple]:
     """A caller's `out` as the tuning key sees it: None when it is C-contiguous,
     which compiles the same call as a new result."""
-    if out_meta is None or tuple(out_meta[1]) == _as_f32.dense_strides(out_meta[0]):
+    if out_meta is None or tuple(out_meta[1]) == _arrays.dense_strides(out_meta[0]):
         return None
     return tuple(out_meta[0]), tuple(out_meta[1])
 
@@ -251,9 +255,8 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
     optimized kernel (tuning measures both forms). A chain runs its batch in parts
     where that pays (``_as_f32.batch_rows``)."""
     metas, out = [_compiled.meta(a) for a in arrays], _compiled.meta(target)
-    if way.kind == _matmul_form.MATMUL:  # its product runs in f32 whatever the dtype
-        return _matmul_form.MatMulForm(way.kind, way.attrs, dtype, metas, out, constants,
-                                       way.input_order, threads)
+    if _lowering.formed(way) is not None:  # an op on the package's views of the arrays
+        return formed_op(way, dtype, metas, out, constants, threads)
     taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
     args = (way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads)
     kernel = _kernels.probed(way.kind, way.attrs, dtype, taken, target.shape)
@@ -273,6 +276,17 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
                                     rows=rows)
         except UnsupportedError:
             raise exc from None
+
+
+def formed_op(way: _lowering.NativeOp, dtype: str, metas: list[tuple], out: tuple,
+              constants: Optional[dict[int, np.ndarray]] = None, threads: int = 0,
+              compile: bool = True) -> Any:
+    """The formulation on views of the arrays that `way` names (``_lowering.formed``),
+    made for arrays of `metas` and a result of `out` ((shape, element strides) each);
+    unless `compile`, only described (its ``graph_ops`` for a reproducer)."""
+    made = _matmul_form.MatMulForm if _lowering.formed(way) == "matmul" else _packed_form.PackedForm
+    return made(way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads,
+                compile=compile)
 
 
 def _lowering_of(op: Any, way: _lowering.NativeOp) -> str:

@@ -232,11 +232,15 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
                  chosen: NativeOp, why: str = "chosen by measurement") -> list[NativeOp]:
     """Other formulations that compute what `chosen` (``lower``'s answer) computes, with
     the same crop: candidates for ``compile_op(..., tune=True)``, which keeps the
-    fastest. The rewrites into another convolution-family op (``_rewrites``), and for
-    kernel == stride without pads or dilation, one MatMul (``matmul_way``)."""
+    fastest. The rewrites into another convolution-family op (``_rewrites``); for
+    kernel == stride without pads or dilation, one MatMul (``matmul_way``); for a
+    stride-1 op with few output channels, the Convolution that computes several
+    positions per channel (``packed_way``)."""
     ways = _rewrites(plan, input_shapes, chosen, why)
-    matmul = matmul_way(plan, input_shapes, chosen, why)
-    return ways + [matmul] if matmul is not None else ways
+    for way in (matmul_way(plan, input_shapes, chosen, why), packed_way(plan, input_shapes, chosen, why)):
+        if way is not None:
+            ways.append(way)
+    return ways
 
 
 #: ``NativeOp.kind`` of the MatMul formulation (``_impl.matmul_form``; its ``attrs``
@@ -277,6 +281,51 @@ def matmul_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen:
     attrs = dict(op=a.kind, strides=list(a.strides), groups=a.groups, data_format=fmt,
                  weights_format=a.weights_format)
     return NativeOp(MATMUL, attrs, f"{AS_MATMUL} ({why})")
+
+
+#: ``NativeOp.lowering`` of the few-channel formulation (``_impl.packed_form``); its
+#: ``attrs`` hold ``positions``: output positions per channel of its Convolution.
+AS_PACKED = "a Convolution computing several output positions per channel (few output channels)"
+#: Output channels a vector holds in the kernels of oneDNN 3.2 that the packing fills (16
+#: f32 lanes of AVX-512; two AVX2 registers).
+PACKED_LANES = 16
+
+
+def packed_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
+               why: str = "chosen by measurement") -> Optional[NativeOp]:
+    """The call as one Convolution whose output channels are r output positions of the
+    op's few channels each (``_impl.packed_form``): a ConvTranspose or
+    ConvolutionBackwardData with stride 1, dilation 1, groups 1, either data format,
+    at most ``PACKED_LANES / 2`` output channels, pads at most the kernel less one
+    (the Convolution's pads are the kernel less one less them), and a last output axis
+    that r divides: r is the most positions whose channels fit ``PACKED_LANES``. None
+    elsewhere."""
+    a = plan.attrs
+    if chosen.unreached or chosen.crop or a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA) \
+            or a.groups != 1 or any(s != 1 for s in a.strides) \
+            or any(d != 1 for d in a.dilations) or any(a.output_padding):
+        return None
+    k = plan.kernel
+    if any(not 0 <= p <= kk - 1 for p, kk in zip(plan.pads_begin + plan.pads_end, k + k)):
+        return None
+    channels = shapes.data_channels(a.data_format, plan.output_shape)
+    last = shapes.data_spatial(a.data_format, plan.output_shape)[-1]
+    fits = [r for r in range(2, PACKED_LANES // channels + 1) if last % r == 0]
+    if not fits:
+        return None
+    attrs = dict(op=a.kind, positions=max(fits), data_format=a.data_format,
+                 weights_format=a.weights_format,
+                 pads_begin=[kk - 1 - p for kk, p in zip(k, plan.pads_begin)],
+                 pads_end=[kk - 1 - p for kk, p in zip(k, plan.pads_end)])
+    return NativeOp("Convolution", attrs, f"{AS_PACKED} ({why})")
+
+
+def formed(way: NativeOp) -> Optional[str]:
+    """Which of the package's formulations on views of the arrays `way` is: "matmul"
+    (``matmul_way``), "packed" (``packed_way``), or None (an op on the arrays as they are)."""
+    if way.kind == MATMUL:
+        return "matmul"
+    return "packed" if "positions" in way.attrs else None
 
 
 def _rewrites(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
@@ -358,9 +407,19 @@ F32_DATA_AS_CONVOLUTION: frozenset[tuple[tuple[int, int], str]] = frozenset({((3
 MATMUL_FEW_CHANNELS: frozenset[tuple[tuple[int, int], str]] = frozenset({
     ((3, 2), "avx512_core_bf16"), ((3, 2), "avx2")})
 MATMUL_BELOW_CHANNELS = 16
-#: Below this many FLOPs the MatMul formulation is not the default: its Python path
-#: and package copies cost tens of microseconds a call.
+#: Below this many FLOPs neither formulation on the package's views (the MatMul, the
+#: packed Convolution) is the default: their Python path and package copies cost tens
+#: of microseconds a call.
 MATMUL_FROM_FLOPS = 1 << 20
+#: (oneDNN version, ISA) -> data format -> the ops that run as the packed Convolution
+#: (``packed_way``) by default, in f32, where it applies (in NCX only with at most
+#: ``PACKED_NCX_CHANNELS`` output channels and two spatial axes or more): AMD Zen 4
+#: natively and capped at AVX2 (``preferred`` has the figures).
+PACKED_BY_DEFAULT: dict[tuple[tuple[int, int], str], dict[str, tuple[str, ...]]] = {
+    ((3, 2), "avx512_core_bf16"): {"NXC": (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA),
+                                   "NCX": (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA)},
+    ((3, 2), "avx2"): {"NXC": (_registry.CONV_TRANSPOSE,)}}
+PACKED_NCX_CHANNELS = 4
 
 #: Below this many FLOPs (``_cost.Problem.flops``) a ConvTranspose without bias and
 #: with groups = 1 runs as the ConvolutionBackwardData over the same weights: at that
@@ -416,6 +475,16 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       same shapes. Its other uses (ConvTransposeBackwardData and -Weights, more
       channels) won on some shapes and lost up to 12x on others: ``tune=True``
       measures them.
+    * ConvTranspose and ConvolutionBackwardData with stride 1, groups 1, NXC, f32, and
+      few output channels, from 1 MFLOP, as the Convolution that computes several
+      output positions per channel (``packed_way``): on AMD Zen 4 in NXC 0.12-0.92x
+      the native time on all 6 shapes measured (1-8 channels, kernels 3-15, 1-3
+      spatial axes), in NCX 0.38-0.86x on the 4 with at most 3 channels and 2-3
+      spatial axes, where the 1-D and 8-channel ones took 0.86-1.11x; capped at AVX2,
+      NXC ConvTranspose alone (0.23-0.94x on all 6), where ConvolutionBackwardData,
+      whose native kernel is already the forward convolution's, took 0.65-1.35x
+      (``PACKED_BY_DEFAULT``). oneDNN's own conv_bwd_d_3d.json problem (32 -> 3
+      channels, 3x3x3) took 70 ms against 120 ms natively in NXC, 151 against 204 in NCX.
     * ConvTranspose under ``TINY_FLOPS``, without bias, groups = 1, either data format,
       as the ConvolutionBackwardData over the same weights: on one thread 0.78-0.90x the
       native time at 0.01 and 0.29 MFLOP on the AVX2 EPYC (NCX and NXC; at 1-2 MFLOP
@@ -427,9 +496,9 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     a = plan.attrs
     isa = isa or _version.cpu_isa()
     version = version or linked_version()
-    matmul = _matmul_by_default(plan, input_shapes, chosen, dtype, isa, version, flops)
-    if matmul is not None:
-        return matmul
+    on_views = _formed_by_default(plan, input_shapes, chosen, dtype, isa, version, flops)
+    if on_views is not None:
+        return on_views
     if chosen.kind != a.kind or chosen.unreached:
         return chosen  # already rewritten so that this oneDNN compiles it
     wide = avx512(isa)
@@ -451,16 +520,26 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     return chosen
 
 
-def _matmul_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
+def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
                        dtype: str, isa: str, version: tuple[int, int],
                        flops: Optional[int]) -> Optional[NativeOp]:
-    """The MatMul formulation where ``MATMUL_FEW_CHANNELS`` makes it the default, else None."""
+    """The packed Convolution where ``PACKED_BY_DEFAULT`` makes it the default (f32), the
+    MatMul where ``MATMUL_FEW_CHANNELS`` does, else None."""
     a = plan.attrs
-    if (version, isa) not in MATMUL_FEW_CHANNELS or flops is None or \
-            flops < MATMUL_FROM_FLOPS or a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA):
+    if flops is None or flops < MATMUL_FROM_FLOPS:
         return None
-    channels = shapes.data_channels(a.data_format, plan.output_shape) // a.groups
-    if channels >= MATMUL_BELOW_CHANNELS:
+    channels = shapes.data_channels(a.data_format, plan.output_shape)
+    ncx_fits = channels <= PACKED_NCX_CHANNELS and len(plan.kernel) >= 2
+    if dtype == "f32" and a.kind in PACKED_BY_DEFAULT.get((version, isa), {}).get(a.data_format, ()) \
+            and (a.data_format == "NXC" or ncx_fits):
+        packed = packed_way(plan, input_shapes, chosen,
+                            f"faster on oneDNN {version[0]}.{version[1]} for few output channels on {isa}")
+        if packed is not None:
+            return packed
+    if (version, isa) not in MATMUL_FEW_CHANNELS or \
+            a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA):
+        return None
+    if channels // a.groups >= MATMUL_BELOW_CHANNELS:
         return None
     return matmul_way(plan, input_shapes, chosen,
                       f"faster on oneDNN {version[0]}.{version[1]} for few output channels on {isa}")

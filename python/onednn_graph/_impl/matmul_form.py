@@ -25,73 +25,17 @@ movement only: every product and sum is oneDNN's.
 from __future__ import annotations
 
 import math
-import threading
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from .. import _core
-from . import compiled as _compiled, dtypes as _dtypes, lowering as _lowering, registry as _registry
+from . import arrays as _arrays, formed as _formed, lowering as _lowering, registry as _registry
 
 #: ``NativeOp.kind`` of this formulation (``_lowering.matmul_way`` says when it applies).
 MATMUL = _lowering.MATMUL
 
-Axes = list[tuple[int, int]]  # (extent, element stride) per axis
-
-
-def _data_axes(fmt: str, shape: Sequence[int], strides: Sequence[int]) -> tuple[Axes, tuple[int, int], Axes]:
-    """(batch, channels, spatial) of a data tensor as (extent, stride)."""
-    c = 1 if fmt == "NCX" else len(shape) - 1
-    spatial = [i for i in range(1, len(shape)) if i != c]
-    return [(shape[0], strides[0])], (shape[c], strides[c]), [(shape[i], strides[i]) for i in spatial]
-
-
-def _split(axis: tuple[int, int], inner: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """An axis of `inner`-sized blocks as (blocks, position in a block)."""
-    extent, stride = axis
-    return (extent // inner, stride * inner), (inner, stride)
-
-
-class Parts(dict):
-    """A tensor's axes by meaning, each (extent, element stride) or a list of them:
-    ``g`` (group), ``n`` (batch), ``x`` (the small tensor's spatial positions, or the
-    big one's blocks), ``k`` (positions in a block: the kernel), ``c`` (the small
-    tensor's channels in a group), ``o`` (the big tensor's channels in a group)."""
-
-
-def small_parts(fmt: str, shape: Sequence[int], strides: Sequence[int], groups: int) -> Parts:
-    batch, channels, spatial = _data_axes(fmt, shape, strides)
-    g, c = _split(channels, channels[0] // groups)
-    return Parts(g=g, n=batch[0], x=spatial, c=c)
-
-
-def big_parts(fmt: str, shape: Sequence[int], strides: Sequence[int], groups: int,
-              kernel: Sequence[int]) -> Parts:
-    batch, channels, spatial = _data_axes(fmt, shape, strides)
-    g, o = _split(channels, channels[0] // groups)
-    blocks = [_split(axis, k) for axis, k in zip(spatial, kernel)]
-    return Parts(g=g, n=batch[0], x=[b for b, _ in blocks], k=[p for _, p in blocks], o=o)
-
-
-def weights_parts(kind: str, wfmt: str, shape: Sequence[int], strides: Sequence[int],
-                  groups: int) -> Parts:
-    """The ConvTranspose family's I is its small tensor's channels (all groups), O the
-    big one's per group; the convolution's O is the small tensor's (its diff_dst) and
-    I the big one's."""
-    small_letter = "I" if _registry.SPECS[kind].transposed else "O"
-    at, axis = {}, 0
-    kernel: Axes = []
-    for letter in wfmt:
-        if letter == "X":
-            rank = len(shape) - 2
-            kernel = [(shape[axis + i], strides[axis + i]) for i in range(rank)]
-            axis += rank
-        else:
-            at[letter] = (shape[axis], strides[axis])
-            axis += 1
-    small = at[small_letter]
-    g, c = _split(small, small[0] // groups)
-    return Parts(g=g, c=c, k=kernel, o=at["O" if small_letter == "I" else "I"])
+Axes = _formed.Axes
 
 
 #: How each tensor is read as a matrix: (batch, rows, columns), by part names.
@@ -105,7 +49,7 @@ ORIENTATIONS = {
 }
 
 
-def arranged(parts: Parts, orientation: str, role: str, groups: int) -> tuple[Axes, Axes, Axes]:
+def arranged(parts: _formed.Parts, orientation: str, role: str, groups: int) -> tuple[Axes, Axes, Axes]:
     """`parts` of tensor `role` ("small", "big", "weights") as (batch, rows, columns)
     axes in `orientation`; the group axis only where there are groups."""
     def axes(names: str) -> Axes:
@@ -163,14 +107,6 @@ def _matrix(batch: Axes, rows: Axes, cols: Axes
     return shape, (tuple(strides) if plain else None)
 
 
-def _dense(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= max(d, 1)
-    return tuple(reversed(strides))
-
-
 def _transposed(meta: tuple[tuple[int, ...], tuple[int, ...]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """A matrix's (shape, strides) with its last two axes swapped."""
     shape, strides = meta
@@ -189,12 +125,12 @@ class Operand:
         shape, strides = _matrix(batch, rows, cols)
         self.direct = strides is not None and dtype == "f32"
         self.matrix: tuple[tuple[int, ...], tuple[int, ...]] = (
-            shape, strides if strides is not None and self.direct else _dense(shape))
+            shape, strides if strides is not None and self.direct else _arrays.dense_strides(shape))
         self.transpose = transpose
         # The scratch matrix in the canonical axes' shape (its dense strides split).
         self.scratch_axes: Axes = []
         if not self.direct:
-            dense = _dense([e for e, _ in self.axes])
+            dense = _arrays.dense_strides([e for e, _ in self.axes])
             self.scratch_axes = [(e, s) for (e, _), s in zip(self.axes, dense)]
 
     @property
@@ -202,51 +138,36 @@ class Operand:
         """The (shape, strides) handed to the MatMul (transposed where it reads W^T or A^T)."""
         return _transposed(self.matrix) if self.transpose else self.matrix
 
-    def view(self, array: np.ndarray, axes: Axes) -> np.ndarray:
-        item = array.itemsize
-        return np.lib.stride_tricks.as_strided(array, [e for e, _ in axes],
-                                               [s * item for _, s in axes], writeable=array.flags.writeable)
-
     def matrix_of(self, array: np.ndarray, scratch: Optional[np.ndarray]) -> np.ndarray:
         """The matrix oneDNN reads of the caller's input `array`: a view, or `scratch`
         (dense f32 of the matrix's shape) filled from it."""
         if self.direct:
-            return self.view(array, list(zip(*self.taken)))
+            return _formed.view(array, list(zip(*self.taken)))
         assert scratch is not None
-        _core.cast(self.view(array, self.axes), self.view(scratch, self.scratch_axes))
-        return self.view(scratch, list(zip(*self.taken)))
+        _core.cast(_formed.view(array, self.axes), _formed.view(scratch, self.scratch_axes))
+        return _formed.view(scratch, list(zip(*self.taken)))
 
 
-class MatMulForm:
+class MatMulForm(_formed.Formed):
     """A kernel == stride call as one compiled MatMul on matrices of the caller's arrays
     (``CompiledOp``'s arguments and interface; calls take the Python path).
     `attrs` are the op's as ``lowering`` writes them (``op`` names it)."""
 
-    compiled = None
-    input_order: tuple[int, ...] = ()
-
     def __init__(self, kind: str, attrs: dict[str, Any], dtype: str, inputs: Sequence[tuple],
                  output: tuple, constants: Optional[dict[int, np.ndarray]] = None,
                  input_order: tuple[int, ...] = (), threads: int = 0, compile: bool = True) -> None:
-        self.kind, self.attrs, self.dtype = kind, attrs, dtype
-        self.lowering = "native"
-        self.tuning: Optional[dict[str, float]] = None
-        self.tuning_verdict = ""
-        self.constants = {i: _compiled.private_copy(a) for i, a in (constants or {}).items()}
-        self.metas = [(tuple(s), tuple(st)) for s, st in inputs]
-        self.out_meta = (tuple(output[0]), tuple(output[1]))
-        op = attrs["op"]
-        self.op_kind = op
+        super().__init__(kind, attrs, dtype, inputs, output, constants)
+        op = self.op_kind
         g, fmt, wfmt = attrs["groups"], attrs["data_format"], attrs["weights_format"]
         kernel = attrs["strides"]
         self.orientation = orientation(op, fmt)
 
-        def operand(role: str, parts: Parts, transpose: bool = False) -> Operand:
+        def operand(role: str, parts: _formed.Parts, transpose: bool = False) -> Operand:
             return Operand(arranged(parts, self.orientation, role, g), dtype, transpose)
 
-        small = lambda meta: small_parts(fmt, meta[0], meta[1], g)  # noqa: E731
-        big = lambda meta: big_parts(fmt, meta[0], meta[1], g, kernel)  # noqa: E731
-        weights = lambda meta: weights_parts(op, wfmt, meta[0], meta[1], g)  # noqa: E731
+        small = lambda meta: _formed.small_parts(fmt, meta[0], meta[1], g)  # noqa: E731
+        big = lambda meta: _formed.big_parts(fmt, meta[0], meta[1], g, kernel)  # noqa: E731
+        weights = lambda meta: _formed.weights_parts(op, wfmt, meta[0], meta[1], g)  # noqa: E731
         rows = self.orientation == "rows"
         self.bias: Optional[tuple[int, ...]] = None
         if op in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA):
@@ -270,27 +191,12 @@ class MatMulForm:
         self.groups = g
         metas = [o.taken for o in self.operands]
         if self.bias is not None:
-            metas.append((self.bias, _dense(self.bias)))
-        if not compile:  # described only (a reproducer of a planned call)
-            self.inputs = [_core.LogicalTensor(i, "f32", m[0], m[1]) for i, m in enumerate(metas)]
-            self.output = _core.LogicalTensor(len(metas), "f32", *self.result.matrix)
-            return
-        self.matmul = _compiled.CompiledOp(MATMUL, {}, "f32", metas, self.result.matrix,
-                                           threads=threads)
-        self.compile_seconds = self.matmul.compile_seconds
-        self.threads = self.matmul.threads
-        self.inputs, self.output = self.matmul.inputs, self.matmul.output
-        # The scratch matrices, made once: a new one per call costs its page faults
-        # again (0.2-0.5 ms for the 8 MB of U-Net-2's). A call that finds them in use
-        # (another thread runs this op) makes its own.
-        self._scratch: Optional[list[Optional[np.ndarray]]] = None
-        self._lock = threading.Lock()
+            metas.append((self.bias, _arrays.dense_strides(self.bias)))
+        self._build(MATMUL, {}, "f32", metas, self.result.matrix, threads, compile)
 
-    def _new_scratch(self) -> list[Optional[np.ndarray]]:
+    def _scratch_arrays(self) -> list[Optional[np.ndarray]]:
         return [None if o.direct else np.empty(o.matrix[0], np.float32)
                 for o in self.operands + [self.result]]
-
-    label = _compiled.CompiledOp.label
 
     def _bias_shape(self, groups: int) -> tuple[int, ...]:
         """The MatMul's bias: one value per column of the result (rows form) or per row
@@ -310,56 +216,15 @@ class MatMulForm:
                    tiled.reshape(g, positions, -1))
         return tiled
 
-    def direct_call(self, shape: Any, dtype: Any) -> None:
-        """None: the matrices are views the Python path makes (``execute``)."""
-        return None
-
-    def graph_ops(self) -> list[Any]:
-        """The MatMul as handed to oneDNN (reproducers), on its matrices."""
-        return [_core.Op(0, MATMUL, self.inputs, [self.output], {}, MATMUL)]
-
-    def _check(self, name: str, array: np.ndarray, meta: tuple) -> None:
-        # The views below are made from the compiled strides: an array of any
-        # other layout must never reach them.
-        if not isinstance(array, np.ndarray) or array.dtype != _dtypes.numpy_dtype(self.dtype) or \
-                tuple(array.shape) != meta[0] or \
-                (array.size > 1 and tuple(_compiled.meta(array)[1]) != meta[1]):
-            got = f"{getattr(array, 'dtype', '?')} {tuple(getattr(array, 'shape', ()))}"
-            raise ValueError(f"{self.op_kind}: {name} must be a {self.dtype} array of shape "
-                             f"{meta[0]} and element strides {meta[1]} (what was compiled), got {got}")
-
-    def execute(self, inputs: Sequence[np.ndarray], output: np.ndarray) -> None:
-        """Run on `inputs` (the caller's order) writing `output`."""
-        if len(inputs) != len(self.metas):
-            raise ValueError(f"{self.op_kind}: expected {len(self.metas)} inputs, got {len(inputs)}")
-        for i, (array, meta) in enumerate(zip(inputs, self.metas)):
-            self._check(f"input {i}", array, meta)
-        self._check("the output", output, self.out_meta)
-        if not output.flags.writeable:
-            raise ValueError(f"{self.op_kind}: the output is read-only")
-        for i, array in enumerate(inputs):  # as _arrays.check_out: bounds first, then exactly
-            if np.may_share_memory(output, array) and np.shares_memory(output, array):
-                raise ValueError(f"{self.op_kind}: the output shares memory with input {i}")
-        mine = self._lock.acquire(blocking=False)
-        try:
-            if mine and self._scratch is None:
-                self._scratch = self._new_scratch()
-            self._run(inputs, output, self._scratch if mine and self._scratch else self._new_scratch())
-        finally:
-            if mine:
-                self._lock.release()
-
-    def _run(self, inputs: Sequence[np.ndarray], output: np.ndarray,
-             scratch: list[Optional[np.ndarray]]) -> None:
+    def _run(self, inputs: Sequence[np.ndarray], output: np.ndarray, scratch: list[Any]) -> None:
         matrices = [o.matrix_of(inputs[i], s) for o, i, s in zip(self.operands, self.reads, scratch)]
         if self.bias is not None:
             matrices.append(self._tiled_bias(inputs[2]))
         r = self.result
         if r.direct:
-            self.matmul.execute(matrices, r.view(output, list(zip(*r.matrix))))
+            self.inner.execute(matrices, _formed.view(output, list(zip(*r.matrix))))
             return
         result = scratch[-1]
         assert result is not None
-        self.matmul.execute(matrices, result)
-        _core.cast(r.view(result, r.scratch_axes), r.view(output, r.axes))
-
+        self.inner.execute(matrices, result)
+        _core.cast(_formed.view(result, r.scratch_axes), _formed.view(output, r.axes))

@@ -116,8 +116,9 @@ SPECS: dict[str, OpSpec] = {s.kind: s for s in (
            "channels", crop_tensor=OUTPUT),
     # What some calls run as (_impl.lowering): the forward convolution is ConvTranspose's
     # adjoint, and ConvolutionBackwardWeights of (diff_dst, src) is its weights gradient.
-    OpSpec(CONVOLUTION, "convolution", ("src", "weights"), 2, None, _CONV_FORMATS, False,
-           "convolution_forward", (0, 1, OUTPUT), (OUTPUT, 0), "channels", spec=False),
+    # (with a bias when it is the few-channel formulation of a ConvTranspose: _impl.packed_form)
+    OpSpec(CONVOLUTION, "convolution", ("src", "weights", "bias"), 2, None, _CONV_FORMATS, False,
+           "convolution_forward", (0, 1, OUTPUT), (OUTPUT, 0), "channels+bias", spec=False),
     OpSpec(CONV_BWD_WEIGHTS, "convolution_backward_weights", ("src", "diff_dst"), 2,
            "weights_shape", _CONV_FORMATS, False, "convolution_backward_weights",
            (0, OUTPUT, 1), (1, 0), "positions", batched=(), spec=False),
