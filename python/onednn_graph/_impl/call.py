@@ -20,7 +20,8 @@ import numpy as np
 from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, casts as _casts, compiled as _compiled,
                cost as _cost, dtypes as _dtypes, kernels as _kernels, lowering as _lowering,
-               matmul_form as _matmul_form, packed_form as _packed_form, plan as _plan, tuning as _tuning, tuning_db as _tuning_db,
+               matmul_form as _matmul_form, packed_form as _packed_form, plan as _plan,
+               polyphase_form as _polyphase_form, tuning as _tuning, tuning_db as _tuning_db,
                unreached as _unreached)
 from .dtypes import dtype_name
 from ..errors import UnsupportedError
@@ -284,7 +285,8 @@ def formed_op(way: _lowering.NativeOp, dtype: str, metas: list[tuple], out: tupl
     """The formulation on views of the arrays that `way` names (``_lowering.formed``),
     made for arrays of `metas` and a result of `out` ((shape, element strides) each);
     unless `compile`, only described (its ``graph_ops`` for a reproducer)."""
-    made = _matmul_form.MatMulForm if _lowering.formed(way) == "matmul" else _packed_form.PackedForm
+    made = {"matmul": _matmul_form.MatMulForm, "packed": _packed_form.PackedForm,
+            "polyphase": _polyphase_form.PolyphaseForm}[_lowering.formed(way) or ""]
     return made(way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads,
                 compile=compile)
 

@@ -237,7 +237,8 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     stride-1 op with few output channels, the Convolution that computes several
     positions per channel (``packed_way``)."""
     ways = _rewrites(plan, input_shapes, chosen, why)
-    for way in (matmul_way(plan, input_shapes, chosen, why), packed_way(plan, input_shapes, chosen, why)):
+    for way in (matmul_way(plan, input_shapes, chosen, why), packed_way(plan, input_shapes, chosen, why),
+                polyphase_way(plan, input_shapes, chosen, why)):
         if way is not None:
             ways.append(way)
     return ways
@@ -320,12 +321,59 @@ def packed_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen:
     return NativeOp("Convolution", attrs, f"{AS_PACKED} ({why})")
 
 
+#: ``NativeOp.lowering`` of the polyphase formulation (``_impl.polyphase_form``).
+AS_POLYPHASE = "a stride-1 Convolution per output phase"
+
+
+def phase_geometry(stride: int, kernel: int, pad_begin: int, small: int, big: int, phase: int
+                   ) -> Optional[tuple[list[int], int, int, int]]:
+    """Phase `phase` of one axis: (its taps, reversed: the kernel positions its stride-1
+    Convolution reads, first to last; its pads begin and end; its output size), or None
+    where it has no tap, no position or would need a negative pad."""
+    first = (phase + pad_begin) % stride
+    taps = (kernel - first + stride - 1) // stride
+    size = (big - phase + stride - 1) // stride
+    if taps < 1 or size < 1:
+        return None
+    shift = (phase + pad_begin - first) // stride
+    begin = taps - 1 - shift
+    end = size - 1 + taps - small - begin
+    if begin < 0 or end < 0:
+        return None
+    return [first + stride * (taps - 1 - u) for u in range(taps)], begin, end, size
+
+
+def polyphase_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
+                  why: str = "chosen by measurement") -> Optional[NativeOp]:
+    """The call as one stride-1 Convolution per output phase (``_impl.polyphase_form``):
+    a ConvTranspose or ConvolutionBackwardData with a stride above 1, dilation 1, an
+    output the strides divide, and in every phase of every axis at least one tap and
+    pads >= 0 (``phase_geometry``); None elsewhere."""
+    a = plan.attrs
+    if chosen.unreached or chosen.crop or a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA) \
+            or all(s == 1 for s in a.strides) or any(d != 1 for d in a.dilations):
+        return None
+    small = shapes.data_spatial(a.data_format, input_shapes[0])
+    big = shapes.data_spatial(a.data_format, plan.output_shape)
+    for s, k, pb, x, y in zip(a.strides, plan.kernel, plan.pads_begin, small, big):
+        # Every phase as long as the next: oneDNN refuses a view whose axes interleave
+        # (an odd-sized output's even phase, one row longer than its channel's stride allows).
+        if y % s or any(phase_geometry(s, k, pb, x, y, p) is None for p in range(s)):
+            return None
+    attrs = dict(op=a.kind, polyphase=True, strides=list(a.strides), pads_begin=list(plan.pads_begin),
+                 groups=a.groups, data_format=a.data_format, weights_format=a.weights_format)
+    return NativeOp("Convolution", attrs, f"{AS_POLYPHASE} ({why})")
+
+
 def formed(way: NativeOp) -> Optional[str]:
     """Which of the package's formulations on views of the arrays `way` is: "matmul"
-    (``matmul_way``), "packed" (``packed_way``), or None (an op on the arrays as they are)."""
+    (``matmul_way``), "packed" (``packed_way``), "polyphase" (``polyphase_way``), or None
+    (an op on the arrays as they are)."""
     if way.kind == MATMUL:
         return "matmul"
-    return "packed" if "positions" in way.attrs else None
+    if "positions" in way.attrs:
+        return "packed"
+    return "polyphase" if way.attrs.get("polyphase") else None
 
 
 def _rewrites(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
@@ -420,6 +468,11 @@ PACKED_BY_DEFAULT: dict[tuple[tuple[int, int], str], dict[str, tuple[str, ...]]]
                                    "NCX": (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA)},
     ((3, 2), "avx2"): {"NXC": (_registry.CONV_TRANSPOSE,)}}
 PACKED_NCX_CHANNELS = 4
+#: (oneDNN version, ISA) pairs where a depthwise (one channel per group in and out)
+#: channels-last ConvTranspose / ConvolutionBackwardData with a stride above 1 runs in
+#: f32 as one stride-1 Convolution per output phase (``polyphase_way``): AMD Zen 4
+#: (``preferred`` has the figures).
+POLYPHASE_DEPTHWISE: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2), "avx512_core_bf16")})
 
 #: Below this many FLOPs (``_cost.Problem.flops``) a ConvTranspose without bias and
 #: with groups = 1 runs as the ConvolutionBackwardData over the same weights: at that
@@ -485,6 +538,13 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       whose native kernel is already the forward convolution's, took 0.65-1.35x
       (``PACKED_BY_DEFAULT``). oneDNN's own conv_bwd_d_3d.json problem (32 -> 3
       channels, 3x3x3) took 70 ms against 120 ms natively in NXC, 151 against 204 in NCX.
+    * Depthwise ConvTranspose and ConvolutionBackwardData with a stride above 1, NXC,
+      f32, from 1 MFLOP, as one stride-1 Convolution per output phase
+      (``polyphase_way``) on AMD Zen 4 (``POLYPHASE_DEPTHWISE``): 0.70-0.95x the
+      native time on all 4 depthwise shapes measured (1-3 spatial axes, kernels 4-8,
+      strides 2-4), where 3.2's own kernel runs jit_dw on blocked copies; in NCX
+      0.91-2.43x, on dense shapes 1.12-8.8x (the strided output views cost there), and
+      capped at AVX2 0.62-2.30x: as written there, and ``tune=True`` measures.
     * ConvTranspose under ``TINY_FLOPS``, without bias, groups = 1, either data format,
       as the ConvolutionBackwardData over the same weights: on one thread 0.78-0.90x the
       native time at 0.01 and 0.29 MFLOP on the AVX2 EPYC (NCX and NXC; at 1-2 MFLOP
@@ -536,6 +596,13 @@ def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
                             f"faster on oneDNN {version[0]}.{version[1]} for few output channels on {isa}")
         if packed is not None:
             return packed
+    depthwise = a.groups > 1 and channels == a.groups and \
+        shapes.data_channels(a.data_format, input_shapes[0]) == a.groups
+    if dtype == "f32" and depthwise and a.data_format == "NXC" and (version, isa) in POLYPHASE_DEPTHWISE:
+        polyphase = polyphase_way(plan, input_shapes, chosen,
+                                  f"faster on oneDNN {version[0]}.{version[1]} for depthwise NXC on {isa}")
+        if polyphase is not None:
+            return polyphase
     if (version, isa) not in MATMUL_FEW_CHANNELS or \
             a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA):
         return None
