@@ -16,9 +16,10 @@ The systems:
   ``aten.convolution_backward``, the functions autograd calls), when installed,
 * ``cpp``: ``benchmarks/single_op.cpp``, the same single-op partition (the op
   the package hands oneDNN, after any lowering, on the same OpenMP thread
-  count) driven through the C++ API; for a call run as one MatMul
-  (``_impl.matmul_form``), that bare MatMul on the same matrices, without the
-  package's rearrangement.
+  count) driven through the C++ API; for a call run as another op on views of its
+  arrays (the MatMul of ``_impl.matmul_form``, the Convolution of
+  ``_impl.packed_form``), that bare op on the same tensors, without the package's
+  rearrangement.
 
 FLOPs = 2 * N * C_in * (C_out / groups) * prod(K) * prod(spatial of ConvTranspose's src),
 the same for the four ops.
@@ -43,7 +44,7 @@ import numpy as np
 
 from onednn_graph import _core, ops, shapes
 from onednn_graph._impl import (as_f32 as _as_f32, attrs as _attrs, call as _call,
-                                compiled as _compiled, dtypes as _dtypes, matmul_form as _matmul_form,
+                                compiled as _compiled, dtypes as _dtypes, formed as _formed,
                                 version as _version, plan as _plan, registry)
 from onednn_graph.operation import compile_op
 
@@ -184,10 +185,14 @@ def floor_input(p: Problem) -> str:
     if isinstance(op, _as_f32.F32Chain):
         raise NotImplementedError(f"{op.reason}: it runs in f32 between TypeCasts, and the C++ "
                                   "floor drives single-op partitions")
-    if isinstance(op, _matmul_form.MatMulForm):
-        # kernel == stride as one MatMul: the floor is that bare MatMul partition on the
-        # same matrices, without the package's rearranging copies and Python path.
-        op = op.matmul
+    if isinstance(op, _formed.Formed):
+        # An op run as another on views of the arrays (the kernel == stride MatMul, the
+        # packed Convolution): the floor is that bare partition on the same tensors,
+        # without the package's copies and Python path. The polyphase form runs one
+        # Convolution per phase: no single partition.
+        if op.inner is None:
+            raise NotImplementedError(f"{op.lowering}: several partitions")
+        op = op.inner
     if prepared.crop or prepared.out_perm is not None or op.compiled is None:
         raise NotImplementedError("the C++ floor drives plain single-op problems only")
     lines = [f"kind {op.kind}", f"dtype {op.dtype}", f"threads {op.threads}"]

@@ -34,10 +34,10 @@ NAMES = {CT: ("src", "weights", "bias"), CTBD: ("diff_dst", "weights"),
 
 
 def _problem(rng, kind, fmt, wfmt, groups, rank, dtype="f32", bias=False, batch=3,
-             small_channels=None, big_channels=None, spatial=(3, 5, 2)):
+             small_channels=None, big_channels=None, spatial=(3, 5, 2), kernel=(2, 3, 1)):
     """Inputs and keywords of `kind` with kernel == stride: odd batch and spatial sizes,
     a different kernel per axis; `groups` = small_channels makes it depthwise."""
-    kernel = (2, 3, 1)[:rank]
+    kernel = kernel[:rank]
     spatial = spatial[:rank]
     c = small_channels or 2 * groups
     o = big_channels or 3 * groups
@@ -182,7 +182,7 @@ def test_only_kernel_equal_to_stride_without_pads_has_it(rng):
 def _few_channels_plan(rng, kind, fmt, big_channels):
     wfmt = _registry.SPECS[kind].weights_formats[0]
     arrays, kw = _problem(rng, kind, fmt, wfmt, 1, 2, small_channels=64, big_channels=big_channels,
-                          batch=8, spatial=(16, 16))
+                          batch=8, spatial=(16, 16), kernel=(2, 2))
     return _plan.plan_call(kind, NAMES[kind][:len(arrays)], arrays, dict(kw))
 
 
@@ -194,6 +194,9 @@ def _few_channels_plan(rng, kind, fmt, big_channels):
     (CTBD, "NXC", "avx512_core_bf16", 3, False),      # won on some shapes only: tuning measures
     (CTBW, "NXC", "avx512_core_bf16", 3, False),
     (CT, "NXC", "avx512_core_amx", 3, False),         # a family nobody measured runs ops as written
+    (CBD, "NXC", "avx2", 64, True),                   # AVX2: NXC kernel 2 with 32+ channels too
+    (CT, "NCX", "avx2", 64, False),
+    (CT, "NXC", "avx512_core_bf16", 64, False),
 ])
 def test_default_rule(rng, kind, fmt, isa, channels, chosen):
     cp = _few_channels_plan(rng, kind, fmt, channels)
@@ -201,7 +204,8 @@ def test_default_rule(rng, kind, fmt, isa, channels, chosen):
                               flops=cp.size.flops, version=(3, 2))
     assert (way.kind == _matmul_form.MATMUL) == chosen, way.lowering
     if chosen:
-        assert "few output channels" in way.lowering and isa in way.lowering
+        assert ("few output channels" if channels < 16 else "NXC kernel 2") in way.lowering
+        assert isa in way.lowering
         # bf16 and f16 too: the formulation runs its product in f32 (measured faster
         # than oneDNN's own kernels and the f32 chain for those dtypes)
         way16 = _lowering.preferred(cp.plan, cp.input_shapes, cp.native, "bf16", isa=isa,

@@ -5,6 +5,7 @@ the FLOP count must match a hand count, and one cheap measurement must come
 back with every system it can run.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -34,6 +35,27 @@ def test_every_tiny_configuration_runs(kind, fmt):
     p = suite.problem(tiny, kind, "f32", fmt)
     assert p.function(*p.arrays, **p.kwargs, out=p.out) is p.out
     assert np.isfinite(p.out).all()
+
+
+def test_the_floor_of_a_formulation_on_views_is_its_bare_op(monkeypatch):
+    """A call run as another op on views of its arrays (here the kernel == stride
+    MatMul, forced) hands the C++ floor that bare op on the same tensors; one
+    Convolution per phase has no single partition to hand it."""
+    case = suite.Case("patch", 2, 16, 3, (4, 4), 4, 4, 0)
+    p = suite.problem(case, "ConvTranspose", "f32", "NXC")
+    real = suite._plan.plan_call
+
+    def planned(kind, names, arrays, kwargs, way_of=_lowering.matmul_way):
+        cp = real(kind, names, arrays, kwargs)
+        return dataclasses.replace(cp, way=way_of(cp.plan, cp.input_shapes, cp.native))
+    monkeypatch.setattr(suite._plan, "plan_call", planned)
+    text = suite.floor_input(p)
+    assert text.startswith("kind MatMul\ndtype f32") and text.count("\ninput ") == 2
+    depthwise = suite.problem(suite.Case("dw", 2, 8, 8, (4, 4), 4, 2, 1, groups=8), "ConvTranspose",
+                              "f32", "NXC")
+    monkeypatch.setattr(suite._plan, "plan_call", lambda *a: planned(*a, way_of=_lowering.polyphase_way))
+    with pytest.raises(NotImplementedError, match="several partitions"):
+        suite.floor_input(depthwise)
 
 
 def test_one_measurement_and_its_report():

@@ -455,6 +455,12 @@ F32_DATA_AS_CONVOLUTION: frozenset[tuple[tuple[int, int], str]] = frozenset({((3
 MATMUL_FEW_CHANNELS: frozenset[tuple[tuple[int, int], str]] = frozenset({
     ((3, 2), "avx512_core_bf16"), ((3, 2), "avx2")})
 MATMUL_BELOW_CHANNELS = 16
+#: (oneDNN version, ISA) pairs where channels-last ConvTranspose and
+#: ConvolutionBackwardData with kernel == stride == 2 on every axis and at least
+#: ``MATMUL_WIDE_FROM_CHANNELS`` output channels per group (U-Net's up-convolution) run
+#: as the MatMul too: AVX2, measured on AMD Zen 4 capped at AVX2 (``preferred``).
+MATMUL_WIDE_NXC: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2), "avx2")})
+MATMUL_WIDE_FROM_CHANNELS = 32
 #: Below this many FLOPs neither formulation on the package's views (the MatMul, the
 #: packed Convolution) is the default: their Python path and package copies cost tens
 #: of microseconds a call.
@@ -519,15 +525,17 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
 
     * ConvTranspose and ConvolutionBackwardData with kernel == stride (no pads,
       dilation 1), fewer than 16 output channels per group, from 1 MFLOP, as one
-      MatMul (``matmul_way``; its product runs in f32 whatever the dtype) on AMD Zen 4
-      (``MATMUL_FEW_CHANNELS``): in f32 0.13-0.50x the native time in NXC and
-      0.17-0.81x in NCX on all 7 such shapes (ViT-B/16 and ConvNeXt-T patch
-      embeddings, 1-8 channels, kernels 2-16, 1-3 spatial axes; one NCX shape with one
-      channel 1.04x), where 16-512 channels took 0.88-1.18x; in bf16 and f16 0.13-0.78x
-      (the two patch embeddings). Capped at AVX2 (``avx2``), f32: 0.25-0.76x on the
-      same shapes. Its other uses (ConvTransposeBackwardData and -Weights, more
-      channels) won on some shapes and lost up to 12x on others: ``tune=True``
-      measures them.
+      MatMul (``matmul_way``; its product runs in f32 whatever the dtype) on AMD Zen 4,
+      natively and capped at AVX2 (``MATMUL_FEW_CHANNELS``): natively in f32
+      0.13-0.50x the native time in NXC and 0.16-0.56x in NCX on all 5 such shapes
+      (ViT-B/16 and ConvNeXt-T patch embeddings, 1-8 channels, kernels 2-16, 1-3
+      spatial axes), where 16-512 channels took 0.93-1.55x; bf16 and f16 0.13-0.78x
+      (the two patch embeddings). Capped at AVX2, f32: 0.22-0.79x on the same 5
+      shapes in both layouts; and in NXC with kernel 2 and 32-512 channels
+      (``MATMUL_WIDE_NXC``: U-Net-1, -2, -3D, a 512-channel decoder) 0.78-0.98x on all
+      8 rows, where a 16-channel and two kernel-4 shapes took 1.01-1.15x. Its other uses
+      (ConvTransposeBackwardData and -Weights, more channels) won on some shapes and
+      lost up to 15x on others: ``tune=True`` measures them.
     * ConvTranspose and ConvolutionBackwardData with stride 1, groups 1, NXC, f32, and
       few output channels, from 1 MFLOP, as the Convolution that computes several
       output positions per channel (``packed_way``): on AMD Zen 4 in NXC 0.12-0.92x
@@ -603,13 +611,16 @@ def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
                                   f"faster on oneDNN {version[0]}.{version[1]} for depthwise NXC on {isa}")
         if polyphase is not None:
             return polyphase
-    if (version, isa) not in MATMUL_FEW_CHANNELS or \
-            a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA):
+    if a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA):
         return None
-    if channels // a.groups >= MATMUL_BELOW_CHANNELS:
-        return None
-    return matmul_way(plan, input_shapes, chosen,
-                      f"faster on oneDNN {version[0]}.{version[1]} for few output channels on {isa}")
+    library = f"oneDNN {version[0]}.{version[1]}"
+    per_group = channels // a.groups
+    if (version, isa) in MATMUL_FEW_CHANNELS and per_group < MATMUL_BELOW_CHANNELS:
+        return matmul_way(plan, input_shapes, chosen, f"faster on {library} for few output channels on {isa}")
+    if (version, isa) in MATMUL_WIDE_NXC and a.data_format == "NXC" and all(k == 2 for k in plan.kernel) \
+            and per_group >= MATMUL_WIDE_FROM_CHANNELS:
+        return matmul_way(plan, input_shapes, chosen, f"faster on {library} for NXC kernel 2 on {isa}")
+    return None
 
 
 def spelled_natively(a: _attrs.ConvAttrs) -> dict[str, Any]:
