@@ -76,6 +76,21 @@ CASES = [
     Case("vit-b16", 8, 768, 3, (14, 14), 16, 16, 0),
     Case("convnext-stem", 8, 96, 3, (56, 56), 4, 4, 0),
 ]
+#: Run only when named (``--cases``): too large for every run. oneDNN's own
+#: conv_bwd_d_3d.json problem (ConvolutionBackwardData, 32 -> 3 channels, 3x3x3 kernel,
+#: 116x132x132 output), here with the other three ops of its geometry.
+ON_REQUEST = [Case("conv-bwd-d-3d", 1, 32, 3, (114, 130, 130), 3, 1, 0)]
+
+
+def selected(names: str) -> list[Case]:
+    """The cases `names` (comma-separated) names, or every case of ``CASES``."""
+    wanted = set(filter(None, names.split(",")))
+    unknown = wanted - {c.name for c in CASES + ON_REQUEST}
+    if unknown:
+        raise SystemExit(f"unknown case(s) {', '.join(sorted(unknown))}")
+    return [c for c in CASES + ON_REQUEST if c.name in wanted or (not wanted and c in CASES)]
+
+
 OPS = ("ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
        "ConvolutionBackwardData")
 SHORT = dict(zip(OPS, ("CT", "CTBD", "CTBW", "CBD")))
@@ -160,10 +175,12 @@ def _torch_call(p: Problem, torch: Any) -> Callable[[], Any]:
         x, w = t(p.arrays[0]), weights(p.arrays[1])
         return lambda: fn(x, w, None, common["stride"], common["padding"], 0, c.groups)
     if p.kind in ("ConvTransposeBackwardData", "ConvTransposeBackwardWeights"):
-        shapes_x = shapes.data_shape_for("NCX", c.n, c.c_in, c.spatial)
         if p.kind == "ConvTransposeBackwardData":
             dy, w = t(p.arrays[0]), weights(p.arrays[1])
-            x = torch.empty(shapes_x, dtype=dy.dtype)
+            # The forward input only gives its shape and memory format, which PyTorch's
+            # backward follows: channels-last for NXC data, as the caller's would be (a
+            # contiguous one made PyTorch convert channels-last diff_dst on every call).
+            x = t(np.empty_like(p.out))
             mask = [True, False, False]
         else:
             x, dy = t(p.arrays[0]), t(p.arrays[1])
@@ -172,7 +189,7 @@ def _torch_call(p: Problem, torch: Any) -> Callable[[], Any]:
         return lambda: backward(dy, x, w, None, common["stride"], common["padding"],
                                 common["dilation"], True, [0] * nd, c.groups, mask)
     dy, w = t(p.arrays[0]), weights(p.arrays[1])
-    src = torch.empty(t(p.out).shape, dtype=dy.dtype)
+    src = t(np.empty_like(p.out))  # shape and memory format only, as above
     return lambda: backward(dy, src, w, None, common["stride"], common["padding"],
                             common["dilation"], False, [0] * nd, c.groups, [True, False, False])
 
@@ -681,8 +698,7 @@ def tune_ahead(args: argparse.Namespace) -> int:
     these problems compile one formulation and time nothing."""
     from onednn_graph import tuning_database
 
-    wanted = set(filter(None, args.cases.split(",")))
-    for c in (c for c in CASES if not wanted or c.name in wanted):
+    for c in selected(args.cases):
         for kind in OPS:
             for dtype in args.dtypes.split(","):
                 for fmt in FORMATS:
@@ -715,7 +731,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--cpp-source", default="benchmarks/single_op.cpp")
     parser.add_argument("--rounds", type=int, default=11)
     parser.add_argument("--target-ms", type=float, default=10.0, help="time per batch")
-    parser.add_argument("--cases", default="", help="comma-separated case names (default all)")
+    parser.add_argument("--cases", default="", help="comma-separated case names (default all but "
+                        "ON_REQUEST's: conv-bwd-d-3d)")
     parser.add_argument("--dtypes", default="f32,bf16")
     args = parser.parse_args(argv)
     args.out = args.out or default_report()
@@ -736,8 +753,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if binary is None:
         print("no C++ floor (needs benchmarks/single_op.cpp, g++ and onednn-devel-cpu-gomp's OpenMP oneDNN)",
               file=sys.stderr)
-    wanted = set(filter(None, args.cases.split(",")))
-    cases = [c for c in CASES if not wanted or c.name in wanted]
+    cases = selected(args.cases)
     start = time.perf_counter()
     rows = []
     configs = [(c, k, d, f) for c in cases for k in OPS for d in args.dtypes.split(",") for f in FORMATS]

@@ -28,6 +28,13 @@ def test_flops_by_hand():
     assert suite.flops(depthwise) == 2 * 8 * 64 * 1 * 16 * 32 * 32
 
 
+def test_cases_on_request_run_only_when_named():
+    assert suite.selected("") == suite.CASES
+    assert [c.name for c in suite.selected("tiny,conv-bwd-d-3d")] == ["tiny", "conv-bwd-d-3d"]
+    with pytest.raises(SystemExit, match="unknown case"):
+        suite.selected("tiny,nope")
+
+
 @pytest.mark.parametrize("kind", suite.OPS)
 @pytest.mark.parametrize("fmt", list(suite.FORMATS))
 def test_every_tiny_configuration_runs(kind, fmt):

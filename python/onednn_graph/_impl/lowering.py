@@ -529,7 +529,7 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       natively and capped at AVX2 (``MATMUL_FEW_CHANNELS``): natively in f32
       0.13-0.50x the native time in NXC and 0.16-0.56x in NCX on all 5 such shapes
       (ViT-B/16 and ConvNeXt-T patch embeddings, 1-8 channels, kernels 2-16, 1-3
-      spatial axes), where 16-512 channels took 0.93-1.55x; bf16 and f16 0.13-0.78x
+      spatial axes), where 16-512 channels took 0.93-1.55x; bf16 and f16 0.14-0.79x
       (the two patch embeddings). Capped at AVX2, f32: 0.22-0.79x on the same 5
       shapes in both layouts; and in NXC with kernel 2 and 32-512 channels
       (``MATMUL_WIDE_NXC``: U-Net-1, -2, -3D, a 512-channel decoder) 0.78-0.98x on all
