@@ -1,13 +1,14 @@
 """What an op that runs as another op on the package's views of its arrays shares.
 
-Two formulations hand oneDNN other tensors than the caller's arrays: the kernel ==
-stride MatMul (``_impl.matmul_form``: the arrays as matrices) and the few-channel
+Three formulations hand oneDNN other tensors than the caller's arrays: the kernel ==
+stride MatMul (``_impl.matmul_form``: the arrays as matrices), the few-channel
 Convolution that computes several output positions per channel
 (``_impl.packed_form``: weights the package spreads over a wider kernel, the output
-as a view). Both are made from the array layouts a call was compiled for, so each
-call is checked against them first (a view built on other strides would read or
-write outside the array), and both run on the Python path with a few scratch
-arrays of their own.
+as a view) and the strided op as one stride-1 Convolution per output phase
+(``_impl.polyphase_form``: each phase a strided view of the output). All are made
+from the array layouts a call was compiled for, so each call is checked against
+them first (a view built on other strides would read or write outside the array),
+and all run on the Python path with a few scratch arrays of their own.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from . import compiled as _compiled, dtypes as _dtypes, registry as _registry
 Axes = list[tuple[int, int]]  # (extent, element stride) per axis
 
 
-def _data_axes(fmt: str, shape: Sequence[int], strides: Sequence[int]) -> tuple[Axes, tuple[int, int], Axes]:
+def data_axes(fmt: str, shape: Sequence[int], strides: Sequence[int]) -> tuple[Axes, tuple[int, int], Axes]:
     """(batch, channels, spatial) of a data tensor as (extent, stride)."""
     c = 1 if fmt == "NCX" else len(shape) - 1
     spatial = [i for i in range(1, len(shape)) if i != c]
@@ -44,14 +45,14 @@ class Parts(dict):
 
 
 def small_parts(fmt: str, shape: Sequence[int], strides: Sequence[int], groups: int) -> Parts:
-    batch, channels, spatial = _data_axes(fmt, shape, strides)
+    batch, channels, spatial = data_axes(fmt, shape, strides)
     g, c = _split(channels, channels[0] // groups)
     return Parts(g=g, n=batch[0], x=spatial, c=c)
 
 
 def big_parts(fmt: str, shape: Sequence[int], strides: Sequence[int], groups: int,
               kernel: Sequence[int]) -> Parts:
-    batch, channels, spatial = _data_axes(fmt, shape, strides)
+    batch, channels, spatial = data_axes(fmt, shape, strides)
     g, o = _split(channels, channels[0] // groups)
     blocks = [_split(axis, k) for axis, k in zip(spatial, kernel)]
     return Parts(g=g, n=batch[0], x=[b for b, _ in blocks], k=[p for _, p in blocks], o=o)

@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import arrays as _arrays, formed as _formed, lowering as _lowering, registry as _registry
+from . import arrays as _arrays, formed as _formed, lowering as _lowering
 from ..errors import UnsupportedError
 
 

@@ -39,7 +39,7 @@ class PolyphaseForm(_formed.Formed):
         kernel = [e for e, _ in self.weights["k"]]
         small = _formed.small_parts(fmt, inputs[0][0], inputs[0][1], g)
         out_shape, out_strides = (tuple(v) for v in output)
-        big = _formed._data_axes(fmt, out_shape, out_strides)[2]
+        big = _formed.data_axes(fmt, out_shape, out_strides)[2]
         self.spatial_axes = list(range(1, len(out_shape) - 1)) if fmt == "NXC" else \
             list(range(2, len(out_shape)))
         per_axis = []
