@@ -267,3 +267,20 @@ def test_reference_matmul_by_hand():
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(R.matmul(b, a, transpose_a=True, transpose_b=True),
                                   np.swapaxes(b, 1, 2) @ np.swapaxes(a, 1, 2))
+
+
+@pytest.mark.parametrize("kind,wfmt,expected", [
+    (CT, "IOX", "columns-ok"), (CT, "XOI", "columns"), (CBD, "OIX", "columns-ok"),
+    (CTBD, "IOX", "columns-ok"), (CTBW, "IOX", "rows")])
+def test_channels_first_reads_channels_first_weights_in_place(rng, kind, wfmt, expected):
+    """Per sample, the rows run over the output channel first where that makes the
+    weights a matrix oneDNN reads as they lie (no copy of them per call)."""
+    arrays, kw = _problem(rng, kind, "NCX", wfmt, 1, 2, bias=kind == CT)
+    cp, prepared = _as_matmul(kind, arrays, kw)
+    form = prepared.op
+    assert form.orientation == expected
+    if expected == "columns-ok":
+        assert form.operands[0].direct  # the weights
+    out = np.full(cp.result_shape, np.nan, np.float32)
+    prepared.run(list(arrays), out)
+    _check(kind, arrays, kw, out, "f32")

@@ -46,6 +46,10 @@ Axes = _formed.Axes
 ORIENTATIONS = {
     "rows": {"small": ("g", "nx", "c"), "big": ("g", "nx", "ko"), "weights": ("g", "c", "ko")},
     "columns": {"small": ("ng", "c", "x"), "big": ("ng", "ko", "x"), "weights": ("ng", "ko", "c")},
+    # The same with the big tensor's channel before its kernel positions: channels-first
+    # weights (IOX, OIX) are then a plain matrix as they lie (the big tensor is copied
+    # in either order).
+    "columns-ok": {"small": ("ng", "c", "x"), "big": ("ng", "ok", "x"), "weights": ("ng", "ok", "c")},
 }
 
 
@@ -63,11 +67,16 @@ def arranged(parts: _formed.Parts, orientation: str, role: str, groups: int) -> 
     return tuple(axes(names) for names in ORIENTATIONS[orientation][role])  # type: ignore[return-value]
 
 
-def orientation(op: str, data_format: str) -> str:
+def orientation(op: str, data_format: str, weights: _formed.Parts, groups: int) -> str:
     """Channels-first data as one matrix per sample (its positions lie densely along
     rows of a channel), except for the weights gradient, whose product sums over the
-    samples too: one matrix for the whole batch, as for channels-last data."""
-    return "columns" if data_format == "NCX" and op != _registry.CONV_TRANSPOSE_BWD_WEIGHTS else "rows"
+    samples too: one matrix for the whole batch, as for channels-last data. Per
+    sample, the rows run over the output channel first where that makes `weights`
+    (their parts) a matrix the MatMul reads in place."""
+    if data_format != "NCX" or op == _registry.CONV_TRANSPOSE_BWD_WEIGHTS:
+        return "rows"
+    batch, rows, cols = arranged(weights, "columns-ok", "weights", groups)
+    return "columns-ok" if _matrix(batch, rows, cols)[1] is not None else "columns"
 
 
 def _merged(axes: Axes) -> Optional[tuple[int, int]]:
@@ -160,7 +169,8 @@ class MatMulForm(_formed.Formed):
         op = self.op_kind
         g, fmt, wfmt = attrs["groups"], attrs["data_format"], attrs["weights_format"]
         kernel = attrs["strides"]
-        self.orientation = orientation(op, fmt)
+        w_meta = output if op == _registry.CONV_TRANSPOSE_BWD_WEIGHTS else inputs[1]
+        self.orientation = orientation(op, fmt, _formed.weights_parts(op, wfmt, w_meta[0], w_meta[1], g), g)
 
         def operand(role: str, parts: _formed.Parts, transpose: bool = False) -> Operand:
             return Operand(arranged(parts, self.orientation, role, g), dtype, transpose)
@@ -207,13 +217,18 @@ class MatMulForm(_formed.Formed):
         return (1, groups, extent, 1) if groups > 1 else (1, extent, 1)
 
     def _tiled_bias(self, bias: np.ndarray) -> np.ndarray:
-        """`bias` (O,) as f32 in the MatMul's bias layout: (group, kernel position, channel)."""
+        """`bias` (O,) as f32 in the MatMul's bias layout: (group, kernel position, channel),
+        or (group, channel, kernel position) where the rows run over channels first."""
         g, positions = self.groups, self.kernel_positions
         assert self.bias is not None
         tiled = np.empty(self.bias, np.float32)
-        per_group = bias.reshape(g, 1, -1)
-        _core.cast(np.broadcast_to(per_group, (g, positions, per_group.shape[-1])),
-                   tiled.reshape(g, positions, -1))
+        if self.orientation == "columns-ok":
+            per_group = bias.reshape(g, -1, 1)
+            shape = (g, per_group.shape[1], positions)
+        else:
+            per_group = bias.reshape(g, 1, -1)
+            shape = (g, positions, per_group.shape[-1])
+        _core.cast(np.broadcast_to(per_group, shape), tiled.reshape(shape))
         return tiled
 
     def _run(self, inputs: Sequence[np.ndarray], output: np.ndarray, scratch: list[Any]) -> None:
