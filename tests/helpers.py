@@ -15,9 +15,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from onednn_graph import shapes
-from onednn_graph._impl import attrs as _attrs
-from onednn_graph.tolerance import compare
+from onednn_graph import reference, shapes
+from onednn_graph._impl import attrs as _attrs, registry as _registry
+from onednn_graph._impl.plan import plan_call
+from onednn_graph.tolerance import accumulation_terms, compare
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 #: The project's own JSON graphs, in oneDNN's format (tests/fixtures/README.md).
@@ -35,6 +36,18 @@ def assert_matches_reference(got, ref_fn, args, kwargs, dtype, terms):
     """oneDNN vs the float64 reference; the bound is derived in onednn_graph.tolerance."""
     result = compare(got, ref_fn, args, kwargs, dtype, terms)
     assert result.ok, str(result)
+
+
+def assert_call_matches_reference(kind, arrays, kw, got, dtype):
+    """`got`, op `kind`'s result on `arrays` with the functional API's keywords `kw`
+    (its shape keyword included), against the op's reference with the op's bound."""
+    cp = plan_call(kind, _registry.input_names(kind)[:len(arrays)], arrays, dict(kw))
+    args, kwargs = list(arrays), dict(kw)
+    shape_attr = _registry.SPECS[kind].shape_attr
+    if shape_attr:
+        args.append(kwargs.pop(shape_attr))
+    assert_matches_reference(got, getattr(reference, _registry.function(kind)), tuple(args), kwargs,
+                             dtype, accumulation_terms(cp.plan, cp.input_shapes))
 
 
 # scripts/sanitize.sh preloads the ASan runtime; some bounds only hold without it.

@@ -137,6 +137,11 @@ def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def spatial_axes(data_format: str, ndim: int) -> range:
+    """The axes of a data tensor's spatial positions in `data_format`."""
+    return range(1, ndim - 1) if data_format == "NXC" else range(2, ndim)
+
+
 def element_strides(array: np.ndarray) -> list[int]:
     """Strides in elements; axes of extent <= 1 get their C-contiguous stride
     (their stride is never used, and oneDNN rejects some odd values)."""

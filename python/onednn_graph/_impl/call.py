@@ -80,7 +80,7 @@ class Prepared:
         # ConvTranspose's bias, or zeros (its bias-less form, ConvolutionBackwardData).
         bias = inputs[2] if len(inputs) > 2 else np.zeros((), self.dtype)
         per_channel = bias if fmt == "NXC" else bias.reshape(bias.shape + (1,) * (target.ndim - 2))
-        for axis, (lead, trail) in zip(spatial_axes(fmt, target.ndim), self.crop):
+        for axis, (lead, trail) in zip(_arrays.spatial_axes(fmt, target.ndim), self.crop):
             for ends in (slice(0, lead), slice(max(target.shape[axis] - trail, 0), None)):
                 index = [slice(None)] * target.ndim
                 index[axis] = ends
@@ -88,15 +88,11 @@ class Prepared:
         return out
 
 
-def spatial_axes(data_format: str, ndim: int) -> range:
-    return range(1, ndim - 1) if data_format == "NXC" else range(2, ndim)
-
-
 def crop(array: np.ndarray, data_format: str, amounts: Sequence[tuple[int, int]]) -> np.ndarray:
     """A view of `array` without the first and last `amounts[i]` positions of spatial
     axis i (empty where they cover it)."""
     index = [slice(None)] * array.ndim
-    for axis, (lead, trail) in zip(spatial_axes(data_format, array.ndim), amounts):
+    for axis, (lead, trail) in zip(_arrays.spatial_axes(data_format, array.ndim), amounts):
         index[axis] = slice(lead, max(array.shape[axis] - trail, lead))
     return array[tuple(index)]
 

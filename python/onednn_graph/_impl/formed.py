@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _core
 from . import compiled as _compiled, dtypes as _dtypes, registry as _registry
+from ..errors import UnsupportedError
 
 Axes = list[tuple[int, int]]  # (extent, element stride) per axis
 
@@ -98,9 +99,13 @@ class Formed:
     inner: Any = None
     inputs: list[Any]
     output: Any
+    #: Which dtypes it runs: every one (the MatMul, through its f32 product), or f32 only.
+    f32_only = False
 
     def __init__(self, kind: str, attrs: dict[str, Any], dtype: str, inputs: Sequence[tuple],
                  output: tuple, constants: Optional[dict[int, np.ndarray]] = None) -> None:
+        if self.f32_only and dtype != "f32":
+            raise UnsupportedError(f"{type(self).__name__} runs in f32 only, not {dtype}")
         self.kind, self.attrs, self.dtype = kind, attrs, dtype
         self.op_kind = attrs["op"]  # the spec's op it computes
         self.lowering = "native"
@@ -116,16 +121,15 @@ class Formed:
         self._lock = threading.Lock()
 
     def _build(self, kind: str, attrs: dict[str, Any], dtype: str, metas: Sequence[tuple],
-                  out: tuple, threads: int, compile: bool) -> None:
+               out: tuple, threads: int, compile: bool) -> None:
         """Compile the inner op (or, unless `compile`, only describe its tensors)."""
-        if not compile:
+        if compile:
+            self.inner = _compiled.CompiledOp(kind, attrs, dtype, metas, out, threads=threads)
+            self.compile_seconds, self.threads = self.inner.compile_seconds, self.inner.threads
+            self.inputs, self.output = self.inner.inputs, self.inner.output
+        else:
             self.inputs = [_core.LogicalTensor(i, dtype, m[0], m[1]) for i, m in enumerate(metas)]
             self.output = _core.LogicalTensor(len(metas), dtype, out[0], out[1])
-            self.inner_op = _core.Op(0, kind, self.inputs, [self.output], attrs, kind)
-            return
-        self.inner = _compiled.CompiledOp(kind, attrs, dtype, metas, out, threads=threads)
-        self.compile_seconds, self.threads = self.inner.compile_seconds, self.inner.threads
-        self.inputs, self.output = self.inner.inputs, self.inner.output
         self.inner_op = _core.Op(0, kind, self.inputs, [self.output], attrs, kind)
 
     label = _compiled.CompiledOp.label

@@ -279,7 +279,7 @@ def matmul_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen:
                                 plan.pads_end, a.output_padding, shapes.data_spatial(fmt, small),
                                 shapes.data_spatial(fmt, big)):
         return None
-    attrs = dict(op=a.kind, strides=list(a.strides), groups=a.groups, data_format=fmt,
+    attrs = dict(form="matmul", op=a.kind, strides=list(a.strides), groups=a.groups, data_format=fmt,
                  weights_format=a.weights_format)
     return NativeOp(MATMUL, attrs, f"{AS_MATMUL} ({why})")
 
@@ -314,7 +314,7 @@ def packed_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen:
     fits = [r for r in range(2, PACKED_LANES // channels + 1) if last % r == 0]
     if not fits:
         return None
-    attrs = dict(op=a.kind, positions=max(fits), data_format=a.data_format,
+    attrs = dict(form="packed", op=a.kind, positions=max(fits), data_format=a.data_format,
                  weights_format=a.weights_format,
                  pads_begin=[kk - 1 - p for kk, p in zip(k, plan.pads_begin)],
                  pads_end=[kk - 1 - p for kk, p in zip(k, plan.pads_end)])
@@ -360,7 +360,7 @@ def polyphase_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chos
         # (an odd-sized output's even phase, one row longer than its channel's stride allows).
         if y % s or any(phase_geometry(s, k, pb, x, y, p) is None for p in range(s)):
             return None
-    attrs = dict(op=a.kind, polyphase=True, strides=list(a.strides), pads_begin=list(plan.pads_begin),
+    attrs = dict(form="polyphase", op=a.kind, strides=list(a.strides), pads_begin=list(plan.pads_begin),
                  groups=a.groups, data_format=a.data_format, weights_format=a.weights_format)
     return NativeOp("Convolution", attrs, f"{AS_POLYPHASE} ({why})")
 
@@ -368,12 +368,8 @@ def polyphase_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chos
 def formed(way: NativeOp) -> Optional[str]:
     """Which of the package's formulations on views of the arrays `way` is: "matmul"
     (``matmul_way``), "packed" (``packed_way``), "polyphase" (``polyphase_way``), or None
-    (an op on the arrays as they are)."""
-    if way.kind == MATMUL:
-        return "matmul"
-    if "positions" in way.attrs:
-        return "packed"
-    return "polyphase" if way.attrs.get("polyphase") else None
+    (an op on the arrays as they are). Their ``attrs`` name it (``form``)."""
+    return way.attrs.get("form")
 
 
 def _rewrites(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],

@@ -22,9 +22,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .. import _core
-from . import arrays as _arrays, formed as _formed, lowering as _lowering
-from ..errors import UnsupportedError
+from .. import _core, shapes
+from . import arrays as _arrays, formed as _formed
 
 
 class PackedForm(_formed.Formed):
@@ -32,13 +31,13 @@ class PackedForm(_formed.Formed):
     channels-last Convolution writing ``attrs["positions"]`` output positions per
     channel (``_lowering.packed_way`` writes `attrs`; ``op`` names the op): in place
     into channels-last output, through a scratch array and the package's copy into
-    any other. f32 only."""
+    any other."""
+
+    f32_only = True
 
     def __init__(self, kind: str, attrs: dict[str, Any], dtype: str, inputs: Sequence[tuple],
                  output: tuple, constants: Optional[dict[int, np.ndarray]] = None,
                  input_order: tuple[int, ...] = (), threads: int = 0, compile: bool = True) -> None:
-        if dtype != "f32":
-            raise UnsupportedError(f"{_lowering.AS_PACKED} runs in f32 only, not {dtype}")
         super().__init__(kind, attrs, dtype, inputs, output, constants)
         r = self.positions = attrs["positions"]
         w_shape, w_strides = inputs[1]
@@ -107,5 +106,5 @@ class PackedForm(_formed.Formed):
 
 def _channels_last(shape: Sequence[int], strides: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """A channels-first (shape, strides) as the channels-last view of the same memory."""
-    order = [0, *range(2, len(shape)), 1]
+    order = shapes.format_permutation("NCX", "NXC", len(shape))
     return tuple(shape[i] for i in order), tuple(strides[i] for i in order)

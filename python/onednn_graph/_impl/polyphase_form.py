@@ -25,69 +25,62 @@ from ..errors import UnsupportedError
 class PolyphaseForm(_formed.Formed):
     """A strided ConvTranspose / ConvolutionBackwardData as ``prod(strides)`` stride-1
     Convolutions, each writing its phase of the output in place (``_lowering.polyphase_way``
-    writes `attrs`: ``op``, ``strides``, ``pads_begin``, groups and formats). f32 only."""
+    writes `attrs`: ``op``, ``strides``, ``pads_begin``, groups and formats)."""
+
+    f32_only = True
 
     def __init__(self, kind: str, attrs: dict[str, Any], dtype: str, inputs: Sequence[tuple],
                  output: tuple, constants: Optional[dict[int, np.ndarray]] = None,
                  input_order: tuple[int, ...] = (), threads: int = 0, compile: bool = True) -> None:
-        if dtype != "f32":
-            raise UnsupportedError(f"the polyphase Convolutions run in f32 only, not {dtype}")
         super().__init__(kind, attrs, dtype, inputs, output, constants)
-        g, fmt = attrs["groups"], attrs["data_format"]
+        g, fmt, strides = attrs["groups"], attrs["data_format"], attrs["strides"]
         w_shape, w_strides = inputs[1]
         self.weights = _formed.weights_parts(self.op_kind, attrs["weights_format"], w_shape, w_strides, g)
         kernel = [e for e, _ in self.weights["k"]]
         small = _formed.small_parts(fmt, inputs[0][0], inputs[0][1], g)
         out_shape, out_strides = (tuple(v) for v in output)
         big = _formed.data_axes(fmt, out_shape, out_strides)[2]
-        self.spatial_axes = list(range(1, len(out_shape) - 1)) if fmt == "NXC" else \
-            list(range(2, len(out_shape)))
+        axes = list(_arrays.spatial_axes(fmt, len(out_shape)))
+        # Per axis, each phase's (taps, pads begin and end, size): _lowering.polyphase_way
+        # offered this formulation only where every phase has them.
         per_axis = []
-        for axis, (s, k, pb, (x, _), (y, _)) in enumerate(zip(attrs["strides"], kernel, attrs["pads_begin"],
-                                                               small["x"], big)):
+        for s, k, pb, (x, _), (y, _) in zip(strides, kernel, attrs["pads_begin"], small["x"], big):
             phases = [_lowering.phase_geometry(s, k, pb, x, y, a) for a in range(s)]
-            if any(p is None for p in phases):
-                raise UnsupportedError(f"the polyphase form needs taps and pads >= 0 in every phase "
-                                       f"(axis {axis})")
-            per_axis.append(phases)
+            per_axis.append([p for p in phases if p is not None])
+            if len(per_axis[-1]) < s:
+                raise UnsupportedError("the polyphase form needs taps and pads >= 0 in every phase")
         self.bias = len(inputs) > 2
-        self.phases: list[tuple[tuple[int, ...], list[list[int]], Any]] = []
-        docs: list[Any] = []
         src = _core.LogicalTensor(0, "f32", inputs[0][0], inputs[0][1])
-        bias = _core.LogicalTensor(1, "f32", inputs[2][0], inputs[2][1]) if self.bias else None
-        lt_id = 2
-        channels_o = self.weights["o"][0] * g
-        for phase in itertools.product(*[range(s) for s in attrs["strides"]]):
+        bias = [_core.LogicalTensor(1, "f32", inputs[2][0], inputs[2][1])] if self.bias else []
+        # Per phase: its taps per axis, its slice of the output, its compiled Convolution.
+        self.phases: list[tuple[list[list[int]], tuple[slice, ...], Any]] = []
+        self.docs: list[Any] = []  # the Convolutions as handed to oneDNN (reproducers)
+        for phase in itertools.product(*[range(s) for s in strides]):
             geometry = [per_axis[i][a] for i, a in enumerate(phase)]
-            assert all(geom is not None for geom in geometry)
-            taps = [geom[0] for geom in geometry if geom is not None]
-            sub_shape = (channels_o, self.weights["c"][0], *[len(t) for t in taps])
+            taps = [geom[0] for geom in geometry]
+            sub_shape = (self.weights["o"][0] * g, self.weights["c"][0], *[len(t) for t in taps])
+            index = [slice(None)] * len(out_shape)
             view_shape, view_strides = list(out_shape), list(out_strides)
-            for axis, (s, geom) in zip(self.spatial_axes, zip(attrs["strides"], geometry)):
-                assert geom is not None
+            for axis, a, s, geom in zip(axes, phase, strides, geometry):
+                index[axis] = slice(a, None, s)
                 view_shape[axis], view_strides[axis] = geom[3], out_strides[axis] * s
             conv = dict(strides=[1] * len(kernel), dilations=[1] * len(kernel), auto_pad="None",
-                        pads_begin=[geom[1] for geom in geometry if geom is not None],
-                        pads_end=[geom[2] for geom in geometry if geom is not None],
+                        pads_begin=[geom[1] for geom in geometry], pads_end=[geom[2] for geom in geometry],
                         groups=g, data_format=fmt, weights_format="OIX")
-            metas = [tuple(inputs[0]), (sub_shape, _arrays.dense_strides(sub_shape))]
-            if self.bias:
-                metas.append(tuple(inputs[2]))
+            sub_meta = (sub_shape, _arrays.dense_strides(sub_shape))
             out_meta = (tuple(view_shape), tuple(view_strides))
-            weights_lt = _core.LogicalTensor(lt_id, "f32", sub_shape, _arrays.dense_strides(sub_shape))
-            out_lt = _core.LogicalTensor(lt_id + 1, "f32", *out_meta)
-            lt_id += 2
-            docs.append(_core.Op(len(docs), "Convolution", [src, weights_lt] + ([bias] if bias else []),
-                                 [out_lt], conv, "Convolution"))
+            n = 2 + 2 * len(self.docs)
+            self.docs.append(_core.Op(len(self.docs), "Convolution",
+                                      [src, _core.LogicalTensor(n, "f32", *sub_meta)] + bias,
+                                      [_core.LogicalTensor(n + 1, "f32", *out_meta)], conv, "Convolution"))
+            metas = [tuple(inputs[0]), sub_meta] + ([tuple(inputs[2])] if self.bias else [])
             op = _compiled.CompiledOp("Convolution", conv, "f32", metas, out_meta, threads=threads) \
                 if compile else None
-            self.phases.append((phase, taps, op))
+            self.phases.append((taps, tuple(index), op))
             if op is not None:
                 self.compile_seconds += op.compile_seconds
                 self.threads = op.threads
-        self.docs = docs
-        self.inputs, self.output = [src] + ([bias] if bias else []), None
-        self.strides = list(attrs["strides"])
+        self.inputs, self.output = [src] + bias, None
 
     def graph_ops(self) -> list[Any]:
         """The phases' Convolutions, one op each, reading the one input (reproducers)."""
@@ -100,15 +93,11 @@ class PolyphaseForm(_formed.Formed):
     def _run(self, inputs: Sequence[np.ndarray], output: np.ndarray, scratch: list[Any]) -> None:
         w = self.weights
         canonical = _formed.view(inputs[1], [w["g"], w["c"], w["o"], *w["k"]])  # (g, C/g, O/g, k...)
-        for (phase, taps, op), sub in zip(self.phases, scratch):
+        for (taps, index, op), sub in zip(self.phases, scratch):
             picked = canonical
             for axis, t in enumerate(taps):
                 picked = np.take(picked, t, axis=3 + axis)
             # (g, C/g, O/g, taps...) -> OIX with groups: (g * O/g, C/g, taps...)
             g, c, o = picked.shape[:3]
             np.copyto(sub.reshape((g, o, c) + sub.shape[2:]), np.swapaxes(picked, 1, 2))
-            index: list[Any] = [slice(None)] * output.ndim
-            for axis, a, s in zip(self.spatial_axes, phase, self.strides):
-                index[axis] = slice(a, None, s)
-            args = [inputs[0], sub] + ([inputs[2]] if self.bias else [])
-            op.execute(args, output[tuple(index)])
+            op.execute([inputs[0], sub] + list(inputs[2:]), output[index])
