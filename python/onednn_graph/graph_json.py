@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, NoReturn, Union
+from typing import Any, NoReturn, Optional, Sequence, Union
 
 
 from . import _core, _impl, graph as _graph
-from ._impl import registry as _registry
+from ._impl import dtypes as _dtypes, registry as _registry
+from ._impl.arrays import dense_strides
 from ._impl.json_format import (FORMAT_VERSION, LT_FIELDS, UNKNOWN_DIM, attr_types, document,
                                 known_kinds, op_json, to_json)
 
@@ -75,8 +76,49 @@ class _Reader:
 
     def int_list(self, value: Any, field: str) -> list[int]:
         if not _is(value, list) or not all(_is(v, int) for v in value):
-            self.fail(field, f"expected a list of ints, got {json.dumps(value)[:60]}")
+            self.fail(field, f"expected a list of int64s, got {json.dumps(value)[:60]}")
         return value
+
+    def dims(self, values: list[int], field: str, tid: int, what: str) -> None:
+        """Refuse negative dims or strides other than the unknown marker (oneDNN 3.x
+        writes INT64_MIN; the package, and the 0.x files, -1)."""
+        bad = [v for v in values if v < 0 and v not in _UNKNOWN_MARKERS]
+        if bad:
+            self.fail(field, f"tensor {tid}: {what} must be >= 0 (or INT64_MIN, unknown), "
+                      f"got {values}")
+
+    def memory(self, field: str, tid: int, dtype: str, shape: list[int],
+               strides: list[int]) -> None:
+        """Refuse a strided layout whose elements share memory (oneDNN only says
+        it "could not construct a memory descriptor"), or that spans more bytes
+        than this machine holds (NumPy would raise MemoryError when the runner
+        allocates it)."""
+        overlap = _overlapping_axis(shape, strides)
+        if overlap is not None:
+            axis, needed = overlap
+            self.fail(f"{field}.stride", f"tensor {tid} of shape {shape} has strides {strides}, "
+                      f"whose elements overlap: axis {axis} (size {shape[axis]}) needs a stride "
+                      f"of at least {needed} (the extent of the axes inside it), got "
+                      f"{strides[axis]}")
+        if dtype not in _dtypes.DTYPES:
+            return  # _core.LogicalTensor names the dtype it does not know
+        itemsize = _dtypes.DTYPES[dtype].itemsize
+        too_long = [a for a, s in enumerate(strides) if s * itemsize > _INT64_MAX]
+        if too_long:  # even on an axis of size 1: NumPy and oneDNN keep byte strides in int64
+            axis = too_long[0]
+            self.fail(f"{field}.stride", f"tensor {tid} of shape {shape} has strides {strides}: "
+                      f"axis {axis}'s stride of {strides[axis]} {dtype} elements is more than "
+                      "2**63-1 bytes (byte strides are int64)")
+        span = strided_span(shape, strides)
+        nbytes = span * itemsize
+        limit, limit_text = memory_limit()
+        if nbytes > limit:
+            # A shape whose strides are its dense ones is too big itself; otherwise the
+            # strides leave gaps that make it so.
+            blame = "shape" if tuple(strides) == dense_strides(shape) else "stride"
+            self.fail(f"{field}.{blame}", f"tensor {tid} of shape {shape}, strides {strides} "
+                      f"and dtype {dtype} spans {span} elements ({nbytes} bytes): more than "
+                      f"{limit_text}")
 
     def logical_tensor(self, obj: Any, field: str) -> Any:
         if not _is(obj, dict):
@@ -87,16 +129,21 @@ class _Reader:
                       f"{', '.join(LT_FIELDS)}")
         tid = self.get(obj, "id", field, int)
         dtype = self.get(obj, "dtype", field, str)
-        shape = _dims(self.int_list(self.get(obj, "shape", field, list), f"{field}.shape"))
-        stride = _dims(self.int_list(self.get(obj, "stride", field, list, [UNKNOWN_DIM]),
-                                     f"{field}.stride"))
+        raw_shape = self.int_list(self.get(obj, "shape", field, list), f"{field}.shape")
+        raw_stride = self.int_list(self.get(obj, "stride", field, list, [UNKNOWN_DIM]),
+                                   f"{field}.stride")
         layout = self.get(obj, "layout_type", field, str, "strided")
         prop = self.get(obj, "property_type", field, str, "undef")
-        if layout == "strided" and shape is not None and stride is not None \
-                and len(stride) != len(shape):
-            self.fail(f"{field}.stride", f"{len(stride)} entries for {len(shape)} dimensions")
+        self.dims(raw_shape, f"{field}.shape", tid, "dims")
+        shape, stride = _dims(raw_shape), _dims(raw_stride)
+        if layout == "strided" and shape is not None and stride is not None:
+            if len(stride) != len(shape):
+                self.fail(f"{field}.stride", f"{len(stride)} entries for {len(shape)} dimensions")
+            self.dims(raw_stride, f"{field}.stride", tid, "strides")
         strides = stride if layout == "strided" and shape is not None and stride is not None \
             and all(s >= 0 for s in stride) else None
+        if strides is not None and all(d >= 0 for d in shape):
+            self.memory(field, tid, dtype, shape, strides)
         try:
             return _core.LogicalTensor(tid, dtype, shape, strides, layout, prop)
         except (TypeError, ValueError) as exc:
@@ -152,15 +199,17 @@ class _Reader:
 
 
 def _is(value: Any, kind: type) -> bool:
-    # JSON's true/false are not ints here, and ints are not floats' only form.
+    # JSON's true/false are not ints here, and ints are not floats' only form; oneDNN's
+    # ints (ids, dims, s64 attributes) are int64.
     if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return isinstance(value, int) and not isinstance(value, bool) \
+            and _INT64_MIN <= value <= _INT64_MAX
     if kind is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     return isinstance(value, kind)
 
 
-_KIND_NAMES = {int: "an int", str: "a string", list: "a list", dict: "an object"}
+_KIND_NAMES = {int: "an int64", str: "a string", list: "a list", dict: "an object"}
 
 
 def _typed(declared: str, value: Any) -> bool:
@@ -168,6 +217,54 @@ def _typed(declared: str, value: Any) -> bool:
     if declared.endswith("[]"):
         return _is(value, list) and all(_is(v, scalar[declared[:-2]]) for v in value)
     return _is(value, scalar[declared])
+
+
+# Unknown dims and strides: oneDNN 3.x's DNNL_GRAPH_UNKNOWN_DIM, and -1 (the package's
+# unknown dim, and oneDNN 0.x's DNNL_GRAPH_UNKNOWN_DIM).
+_UNKNOWN_MARKERS = (UNKNOWN_DIM, -1)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _overlapping_axis(shape: list[int], strides: list[int]) -> Optional[tuple[int, int]]:
+    """(axis, the stride it needs) for the first axis, innermost first, whose stride
+    is below the extent of the axes inside it; None when no two elements share memory.
+
+    oneDNN's rule (``memory_desc_strides_check``): an axis of size 1 is never
+    stepped along, so its stride does not matter, and a tensor with a zero dim
+    has no elements. Unlike oneDNN, which skips zero strides as broadcasts, a
+    zero stride on a longer axis counts as an overlap: the package's
+    LogicalTensor refuses zero strides, and an output must never hold two
+    elements in one place.
+    """
+    if 0 in shape:
+        return None
+    extent = 1
+    stepped = [a for a in range(len(shape)) if shape[a] > 1]
+    for axis in sorted(stepped, key=lambda a: (strides[a], shape[a], a)):
+        if strides[axis] < extent:
+            return axis, extent
+        extent = strides[axis] * shape[axis]
+    return None
+
+
+def strided_span(shape: Sequence[int], strides: Sequence[int]) -> int:
+    """Elements from a strided tensor's first to its last, both included (0 when
+    it has none): the length of the buffer that holds it."""
+    if 0 in shape:
+        return 0
+    return 1 + sum((d - 1) * s for d, s in zip(shape, strides))
+
+
+def memory_limit() -> tuple[int, str]:
+    """The most bytes one case may take, and how to say it: the machine's physical
+    memory, or where the system does not say, what int64 (oneDNN's sizes) counts."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows), or no such name
+        physical = -1
+    if 0 < physical < _INT64_MAX:
+        return physical, f"this machine's {physical} bytes ({physical / 2**30:.1f} GiB) of memory"
+    return _INT64_MAX, "2**63-1 bytes (oneDNN's sizes are int64)"
 
 
 def _dims(values: list[int]) -> Any:
