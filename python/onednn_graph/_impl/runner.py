@@ -18,15 +18,16 @@ plus small even steps, which every int8 kernel computes exactly (see
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from .. import _core, graph as _graph, reference, shapes, tolerance
+from .. import _core, graph as _graph, graph_json as _graph_json, reference, shapes, tolerance
 from . import (compiled as _compiled, cost as _cost, dtypes as _dtypes,
                graph_reference as _graph_reference, plan as _plan, registry as _registry,
                tuning as _tuning)
@@ -70,6 +71,7 @@ class Result:
     median_ms: Optional[float] = None
     flops: int = 0
     lowerings: list[str] = field(default_factory=list)
+    partitions: int = 0                   # how many oneDNN returned for the graph
 
     @property
     def gflops(self) -> Optional[float]:
@@ -108,18 +110,73 @@ def _call(op: _graph.Op) -> _Call:
                  _cost.problem(plan, in_shapes).flops)
 
 
+class OutsideTheDriver(ValueError):
+    """A graph holds an op the driver cannot check (benchdnn lines on other ops are
+    skipped for it, not counted as bad input)."""
+
+
+def outside_the_driver(graph: _graph.Graph) -> list[str]:
+    """'op ID KIND' of each op of `graph` the driver cannot check."""
+    return [f"op {op.id} {op.kind}" for op in graph.ops if op.kind not in CHECKED]
+
+
 def check_runnable(graph: _graph.Graph) -> None:
     """ValueError unless every op is one the driver can check, with known shapes."""
+    outside = outside_the_driver(graph)
+    if outside:
+        raise OutsideTheDriver(
+            f"{', '.join(outside)}: the driver runs graphs of {', '.join(REFERENCED)} and "
+            "the epilogue oneDNN fuses after them (BiasAdd, Dequantize, Quantize, the "
+            "onednn_graph.post ops): the ops the reference covers")
     for op in graph.ops:
-        if op.kind not in CHECKED:
-            raise ValueError(f"op {op.id} is a {op.kind}; the driver runs graphs of "
-                             f"{', '.join(REFERENCED)} and the epilogue oneDNN fuses after "
-                             "them (BiasAdd, Dequantize, Quantize, the onednn_graph.post ops): "
-                             "the ops the reference covers")
         for t in op.inputs + op.outputs:
             if t.shape is None or any(d < 0 for d in t.shape) or t.strides is None:
                 raise ValueError(f"op {op.id}: tensor {t.id} needs a known shape and strides "
                                  "(give them with --in-shapes)")
+
+
+#: float64 arrays the check keeps per tensor besides oneDNN's: the reference's values,
+#: and the magnitudes or bounds its tolerance comes from (tolerance.compare,
+#: graph_reference); temporaries inside the reference come on top.
+_REFERENCE_COPIES = 2
+
+
+def _bytes_needed(lt: Any, checked: bool) -> int:
+    """Bytes of `lt`'s array (``array_for``'s buffer) and, when `checked`, of its
+    float64 copies for the reference."""
+    array = _graph_json.strided_span(lt.shape, lt.strides) * _dtypes.numpy_dtype(lt.dtype).itemsize
+    return array + (_REFERENCE_COPIES * 8 * math.prod(lt.shape) if checked else 0)
+
+
+def check_memory(graph: _graph.Graph, checked: bool = True) -> None:
+    """ValueError, before anything is allocated, when the arrays of `graph` (with
+    `checked`, also their float64 reference copies) need more bytes than this
+    machine has: after --in-shapes a case can be far bigger than its file, and
+    NumPy's MemoryError would end the run."""
+    lts = {t.id: t for op in graph.ops for t in op.inputs + op.outputs}
+    needed = {tid: _bytes_needed(lt, checked) for tid, lt in lts.items()}
+    total = sum(needed.values())
+    limit, limit_text = _graph_json.memory_limit()
+    if total > limit:
+        tid = max(needed, key=lambda i: needed[i])
+        lt = lts[tid]
+        raise ValueError(f"tensor {tid} of shape {list(lt.shape)}, strides {list(lt.strides)} "
+                         f"and dtype {lt.dtype} needs {needed[tid]} bytes"
+                         + (" with its float64 reference copies" if checked else "")
+                         + f"; the case needs {total} bytes in all, more than {limit_text}")
+
+
+@contextlib.contextmanager
+def _allocating(lt: Any) -> Iterator[None]:
+    """Allocation of `lt`'s array, where NumPy's MemoryError (memory other processes
+    hold; check_memory counts the machine's) or OverflowError (byte strides beyond
+    int64) becomes a ValueError naming the tensor."""
+    try:
+        yield
+    except (MemoryError, OverflowError) as exc:
+        raise ValueError(f"tensor {lt.id} of shape {list(lt.shape)}, strides {list(lt.strides)} "
+                         f"and dtype {lt.dtype}: cannot allocate its array "
+                         f"({_bytes_needed(lt, False)} bytes): {exc}") from None
 
 
 def tune(graph: _graph.Graph) -> list[tuple[int, str, Any]]:
@@ -134,6 +191,7 @@ def tune(graph: _graph.Graph) -> list[tuple[int, str, Any]]:
     (``_tuning.recheck``), and replaced where it no longer wins clearly.
     """
     check_runnable(graph)
+    check_memory(graph, checked=False)
     done = []
     for op in graph.ops:
         if op.kind not in CONVOLUTIONS:
@@ -141,7 +199,10 @@ def tune(graph: _graph.Graph) -> list[tuple[int, str, Any]]:
         call = _call(op)
         names = _registry.input_names(op.kind)[:len(call.input_ids)]
         lts = {t.id: t for t in op.inputs}
-        arrays = [_compiled.array_for(lts[i], 1.0) for i in call.input_ids]
+        arrays = []
+        for i in call.input_ids:
+            with _allocating(lts[i]):
+                arrays.append(_compiled.array_for(lts[i], 1.0))
         out = op.outputs[0]
         plan = _plan.plan_call(op.kind, names, arrays, call.kwargs)
         with _tuning.recheck():
@@ -217,6 +278,7 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
     compiling or executing fails.
     """
     check_runnable(graph)
+    check_memory(graph, checked=not perf)
     calls = {op.id: _call(op) for op in graph.ops if op.kind in REFERENCED}
     epilogue = len(calls) < len(graph.ops)
     if epilogue and exact:
@@ -231,6 +293,7 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
     if not graph.is_finalized:
         graph.finalize()
     partitions = graph.get_partitions()
+    n_partitions = len(partitions)
     # A partition oneDNN does not support still runs when it is a bf16/f16 one the
     # package runs in f32 between TypeCasts (oneDNN 3.13 reports those unsupported
     # on CPUs without such kernels; 3.2 only fails to compile them): compile decides.
@@ -249,13 +312,15 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
             if call and i >= len(call.input_ids):  # the s32 shape input
                 arrays[t.id] = np.asarray(op.outputs[0].shape, np.int32)
             else:
-                arrays[t.id] = _fill(rng, t, r, zero_points.get(t.id, 0))
+                with _allocating(t):
+                    arrays[t.id] = _fill(rng, t, r, zero_points.get(t.id, 0))
     for tid in produced:  # NaN where oneDNN never writes (u8/s8 outputs: 0)
-        arrays[tid] = _compiled.array_for(lts[tid], np.nan) if lts[tid].dtype not in \
-            _dtypes.QUANTIZED else _compiled.array_for(lts[tid], 0)
+        with _allocating(lts[tid]):
+            arrays[tid] = _compiled.array_for(lts[tid], np.nan) if lts[tid].dtype not in \
+                _dtypes.QUANTIZED else _compiled.array_for(lts[tid], 0)
 
     engine, stream = _compiled.engine(), _compiled.stream()
-    result = Result(passed=None)
+    result = Result(passed=None, partitions=n_partitions)
     steps = []
     for p in partitions:
         ins = [lts[port.id] for port in p.input_ports]
