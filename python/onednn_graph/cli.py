@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import itertools
 import json
 import os
-import shlex
 import sys
 from dataclasses import dataclass
 from typing import Any, NoReturn, Optional, Sequence
 
-from . import graph_json, overrides
+from . import batch as _batch, graph_json, overrides
 from ._impl import runner as _runner
 from .errors import Error, UnsupportedError
 from .graph import Graph
@@ -53,6 +51,25 @@ def _case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--op-attrs", default="", metavar="OPID:NAME:VALUE*NAME:VALUE+...",
                    help="new attribute values, e.g. 0:auto_pad:SAME_UPPER*strides:2x2; "
                    "comma-separated values run each")
+    p.add_argument("--mb", default="", metavar="N", help="a new minibatch for the inputs that "
+                   "carry one (0: the file's)")
+    p.add_argument("--op-kind", default="", metavar="OPID:KIND+...",
+                   help="another kind for a binary or eltwise op, e.g. 3:Multiply")
+    p.add_argument("--tensor-property", default="", metavar="ID:PROPERTY+...",
+                   help="undef, variable or constant for a tensor")
+    p.add_argument("--expected-n-partitions", default="", metavar="N",
+                   help="partitions oneDNN must return (benchdnn 3.13's check; default 1, "
+                   "0 skips it)")
+    p.add_argument("--attr-fpmath", default="", metavar="MODE",
+                   help="the graph's fpmath mode: strict, bf16, f16, tf32 or any")
+
+
+def _mode(text: str) -> str:
+    mode = _batch.MODES.get(text.lower())
+    if mode is None:
+        raise argparse.ArgumentTypeError(f"invalid mode {text!r}: choose from correctness (C), "
+                                         "exact, perf (P), list (L)")
+    return mode
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,10 +81,16 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run JSON cases on oneDNN and check or time them")
     _case_options(run)
     run.add_argument("--batch", action="append", default=[], metavar="FILE",
-                     help="a file of case command lines (one per line, # comments)")
-    run.add_argument("--mode", choices=MODES, default="correctness",
-                     help="correctness: random inputs vs the reference; exact: small-integer "
-                     "inputs, results must match exactly; perf: compile and execution times")
+                     help="a benchdnn graph batch file (e.g. op/harness_f32_all), read as "
+                     "benchdnn reads it")
+    run.add_argument("--inputs-root", default=None, metavar="DIR",
+                     help="where --case= and --batch= paths in batch files are found "
+                     "(benchdnn's inputs/graph; default: the folder holding the batch file's "
+                     "op/ or pattern/)")
+    run.add_argument("--mode", type=_mode, default="correctness",
+                     help="correctness (C): random inputs vs the reference; exact: small-integer "
+                     "inputs, results must match exactly; perf (P): compile and execution times; "
+                     "list (L): read and rewrite the cases, run none")
     run.add_argument("--repeat", type=int, default=10, help="executions timed in perf mode")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     run.add_argument("--json", action="store_true", help="print one JSON document")
@@ -84,36 +107,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@dataclass
-class Case:
-    """One run: a file and the overrides' text, as the user wrote them."""
+Case = _batch.Case
 
-    path: str
-    dt: str = ""
-    in_shapes: str = ""
-    op_attrs: str = ""
 
-    @property
-    def label(self) -> str:
-        flags = [f"--{n.replace('_', '-')}={v}" for n, v in
-                 (("dt", self.dt), ("in_shapes", self.in_shapes), ("op_attrs", self.op_attrs)) if v]
-        return " ".join([os.path.basename(self.path)] + flags)
-
-    def load(self) -> Graph:
-        """The case's graph with its overrides applied (OSError, TypeError or
-        ValueError for bad input)."""
-        return overrides.apply(
-            graph_json.load_graph(self.path),
-            overrides.parse_in_shapes(self.in_shapes) if self.in_shapes else None,
-            overrides.parse_op_attrs(self.op_attrs) if self.op_attrs else None,
-            overrides.parse_dt(self.dt) if self.dt else None)
+def command_line_knobs(ns: argparse.Namespace) -> _batch.Knobs:
+    """The graph knobs of the command line, each split into its alternatives."""
+    return _batch.Knobs(**{attr: getattr(ns, attr).split(",")
+                           for attr in _batch.KNOBS.values()})
 
 
 def expand(ns: argparse.Namespace) -> list[Case]:
-    """Cases of one command line: every file times every comma-separated alternative."""
-    paths = list(ns.cases) + list(ns.case)
-    alternatives = [v.split(",") for v in (ns.dt, ns.in_shapes, ns.op_attrs)]
-    return [Case(p, *combo) for p in paths for combo in itertools.product(*alternatives)]
+    """Cases of the command line's files: every file times every alternative."""
+    return _batch.cases_of(list(ns.cases) + list(ns.case), command_line_knobs(ns))
+
+
+def load(case: Case) -> Graph:
+    """The case's graph with its overrides applied (OSError, TypeError or ValueError
+    for bad input; runner.OutsideTheDriver for a graph of ops the driver cannot check)."""
+    graph = graph_json.load_graph(case.path)
+    outside = _runner.outside_the_driver(graph)
+    if outside:
+        raise _runner.OutsideTheDriver(f"{', '.join(outside)}: outside the package's ops "
+                                       f"({', '.join(_runner.REFERENCED)} and their epilogue)")
+    return overrides.apply(
+        graph,
+        overrides.parse_in_shapes(case.in_shapes) if case.in_shapes else None,
+        overrides.parse_op_attrs(case.op_attrs) if case.op_attrs else None,
+        overrides.parse_dt(case.dt) if case.dt and case.dt != "undef" else None,
+        mb=overrides.parse_mb(case.mb) if case.mb else 0,
+        op_kind=overrides.parse_op_kind(case.op_kind) if case.op_kind else None,
+        tensor_property=overrides.parse_tensor_property(case.tensor_property)
+        if case.tensor_property else None,
+        fpmath_mode=case.attr_fpmath or None)
 
 
 def _take_cases(parser: argparse.ArgumentParser, ns: argparse.Namespace,
@@ -126,63 +151,89 @@ def _take_cases(parser: argparse.ArgumentParser, ns: argparse.Namespace,
         ns.cases = list(ns.cases) + extra
 
 
-def _batch_cases(path: str) -> list[Case]:
-    parser = _Parser(prog=f"batch file {path}")
-    _case_options(parser)
-    base = os.path.dirname(os.path.abspath(path))
-    cases = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            words = shlex.split(line, comments=True)
-            if not words:
-                continue
-            try:
-                ns, extra = parser.parse_known_args(words)
-                _take_cases(parser, ns, extra)
-            except SystemExit:
-                raise ValueError(f"{path}:{lineno}: cannot parse {line.strip()!r}") from None
-            for c in expand(ns):  # relative case paths are relative to the batch file
-                c.path = c.path if os.path.isabs(c.path) else os.path.join(base, c.path)
-                cases.append(c)
-    return cases
+#: Statuses, and the benchdnn counts each adds to (benchdnn's ``parse_result``:
+#: unimplemented and invalid arguments are failures too).
+BENCHDNN_COUNTS = {"PASS": ("passed",), "DONE": ("passed",), "SKIPPED": ("skipped",),
+                   "LISTED": ("listed",), "FAIL": ("failed",), "ERROR": ("failed",),
+                   "UNSUPPORTED": ("unimplemented", "failed"),
+                   "BAD INPUT": ("invalid_arguments", "failed")}
 
 
 @dataclass
 class Outcome:
     case: Case
-    status: str                      # PASS, FAIL, UNSUPPORTED, ERROR (oneDNN), BAD INPUT, DONE
+    status: str          # PASS, FAIL, UNSUPPORTED, ERROR (oneDNN), BAD INPUT, DONE, SKIPPED, LISTED
     result: Optional[_runner.Result] = None
     message: str = ""
 
     def as_json(self, mode: str) -> dict[str, Any]:
         r = self.result
-        doc: dict[str, Any] = {"case": self.case.path, "dt": self.case.dt,
-                               "in_shapes": self.case.in_shapes, "op_attrs": self.case.op_attrs,
-                               "mode": mode, "status": self.status, "message": self.message}
+        doc: dict[str, Any] = {"case": self.case.path, "label": self.case.label,
+                               "origin": self.case.origin, **self.case.knobs(),
+                               "mode": self.case.mode or mode, "status": self.status,
+                               "message": self.message}
         if r is not None:
             doc.update(compile_ms=r.compile_ms, median_ms=r.median_ms, flops=r.flops,
-                       gflops=r.gflops, lowerings=r.lowerings, ops=[
+                       gflops=r.gflops, lowerings=r.lowerings, partitions=r.partitions, ops=[
                            {"id": c.op_id, "kind": c.kind, "dtype": c.dtype, "terms": c.terms,
                             "passed": c.comparison.ok, "max_abs": c.comparison.max_abs,
                             "max_rel": c.comparison.max_rel} for c in r.checks])
         return doc
 
 
+def _partitions_expected(case: Case) -> int:
+    return overrides.parse_count("--expected-n-partitions", case.expected_n_partitions) \
+        if case.expected_n_partitions else 1
+
+
 def run_case(case: Case, mode: str, repeat: int, seed: int) -> Outcome:
     """Load, override, run and check one case; never raises for the case's own problems."""
+    if case.error:
+        return Outcome(case, "BAD INPUT", message=case.error)
+    if case.skip:
+        return Outcome(case, "SKIPPED", message=case.skip)
+    mode = case.mode or mode
     try:
-        result = _runner.run(case.load(), perf=mode == "perf", exact=mode == "exact",
+        graph = load(case)
+        expected = _partitions_expected(case)
+        if mode == "list":
+            return Outcome(case, "LISTED")
+        result = _runner.run(graph, perf=mode == "perf", exact=mode == "exact",
                              repeat=repeat, seed=seed)
+    except _runner.OutsideTheDriver as exc:
+        return Outcome(case, "SKIPPED", message=str(exc))
     except (OSError, TypeError, ValueError) as exc:
         return Outcome(case, "BAD INPUT", message=str(exc))
+    except MemoryError:
+        return Outcome(case, "BAD INPUT", message="not enough memory on this machine for the "
+                       "case's tensors")
     except UnsupportedError as exc:  # a valid case the linked oneDNN cannot run
         return Outcome(case, "UNSUPPORTED", message=str(exc))
     except Error as exc:
         return Outcome(case, "ERROR", message=str(exc))
+    except Exception as exc:  # a bug of the package: reported as the case's, never a traceback
+        return Outcome(case, "ERROR", message=f"unexpected {type(exc).__name__} in onednn-graph "
+                       f"(a bug: please report it with this case): {exc}")
+    if expected and result.partitions != expected:
+        return Outcome(case, "FAIL", result, (
+            f"oneDNN returned {result.partitions} partition(s), the case expects {expected} "
+            "(--expected-n-partitions: benchdnn's default is 1; 0 skips the check)"))
     if result.passed is None:
         return Outcome(case, "DONE", result)
     failed = [str(c.comparison) for c in result.checks if not c.comparison.ok]
     return Outcome(case, "PASS" if result.passed else "FAIL", result, "; ".join(failed))
+
+
+def benchdnn_summary(outcomes: Sequence[Outcome]) -> dict[str, int]:
+    """benchdnn's closing counts: tests, passed, skipped, mistrusted, unimplemented,
+    invalid_arguments, failed, listed."""
+    counts = dict.fromkeys(("tests", "passed", "skipped", "mistrusted", "unimplemented",
+                            "invalid_arguments", "failed", "listed"), 0)
+    for o in outcomes:
+        counts["tests"] += 1
+        for name in BENCHDNN_COUNTS[o.status]:
+            counts[name] += 1
+    return counts
 
 
 def _progress(i: int, n: int, label: str) -> None:
@@ -222,14 +273,26 @@ def exit_status(outcomes: Sequence[Outcome]) -> int:
     statuses = {o.status for o in outcomes}
     if "BAD INPUT" in statuses:
         return EXIT_BAD_INPUT
-    return EXIT_PASS if statuses <= {"PASS", "DONE"} else EXIT_FAIL
+    return EXIT_PASS if statuses <= {"PASS", "DONE", "SKIPPED", "LISTED"} else EXIT_FAIL
+
+
+def _batch_cases(ns: argparse.Namespace) -> list[Case]:
+    """The cases of the --batch files: the command line's knobs hold until a --reset."""
+    cases: list[Case] = []
+    for path in ns.batch:
+        root = ns.inputs_root or _batch.inputs_root_of(path)
+        locator = _batch.Locator(root)
+        found = path if os.path.isfile(path) else locator.find(path)
+        if found is None:
+            raise OSError(f"--batch {path}: no such file (looked in {locator.looked_in()})")
+        state = _batch.State(knobs=command_line_knobs(ns))
+        cases += _batch.read_batch(found, locator, state)
+    return cases
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
     try:
-        cases = expand(ns)
-        for path in ns.batch:
-            cases += _batch_cases(path)
+        cases = expand(ns) + _batch_cases(ns)
     except (OSError, ValueError) as exc:
         print(f"onednn-graph run: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -249,39 +312,48 @@ def cmd_run(ns: argparse.Namespace) -> int:
         if not ns.json:
             if show:
                 sys.stderr.write("\r" + " " * 100 + "\r")
-            print(_case_line(outcome, ns.mode), flush=True)
+            print(_case_line(i, outcome, ns.mode), flush=True)
     if show:
         _progress(len(cases), len(cases), "done")
+    summary = benchdnn_summary(outcomes)
     if ns.json:
         counts = {s: sum(o.status == s for o in outcomes) for s in {o.status for o in outcomes}}
         print(json.dumps({"mode": ns.mode, "seed": ns.seed, "repeat": ns.repeat,
                           "cases": [o.as_json(ns.mode) for o in outcomes],
-                          "summary": counts, "exit_status": exit_status(outcomes)}, indent=2))
+                          "summary": counts, "benchdnn": summary,
+                          "exit_status": exit_status(outcomes)}, indent=2))
     else:
-        print()
-        print(table(outcomes))
+        if not ns.batch:
+            print()
+            print(table(outcomes))
         tally = ", ".join(f"{sum(o.status == s for o in outcomes)} {s}"
                           for s in dict.fromkeys(o.status for o in outcomes))
         print(f"\n{len(outcomes)} case(s): {tally}")
+        print(" ".join(f"{name}:{n}" for name, n in summary.items()))
     return exit_status(outcomes)
 
 
-def _case_line(o: Outcome, mode: str) -> str:
-    head = f"{o.status:<11} {o.case.label}"
+def _case_line(index: int, o: Outcome, mode: str) -> str:
+    head = f"{index}:{o.status} {o.case.label}"
+    pad = " " * 4
+    origin = [f"{pad}from {o.case.origin}"] if o.case.origin else []
     r = o.result
     if r is None:
-        return f"{head}\n            {o.message}"
-    lines = [head]
+        return "\n".join([head] + origin + ([f"{pad}{o.message}"] if o.message else []))
+    lines = [head] + origin
     for c in r.checks:
         cmp = c.comparison
-        bound = "must match exactly" if mode == "exact" else f"bound from {c.terms} f32 terms"
-        lines.append(f"            op {c.op_id} {c.kind} ({c.dtype}): max abs err {cmp.max_abs:.3g}, "
+        bound = "must match exactly" if (o.case.mode or mode) == "exact" else \
+            f"bound from {c.terms} f32 terms"
+        lines.append(f"{pad}op {c.op_id} {c.kind} ({c.dtype}): max abs err {cmp.max_abs:.3g}, "
                      f"max rel err {cmp.max_rel:.3g}, {bound}"
-                     + ("" if cmp.ok else f"\n            {cmp}"))
-    if mode == "perf":
-        lines.append(f"            compile {r.compile_ms:.1f} ms, median {r.median_ms:.3f} ms, "
+                     + ("" if cmp.ok else f"\n{pad}{cmp}"))
+    if r.median_ms is not None:
+        lines.append(f"{pad}compile {r.compile_ms:.1f} ms, median {r.median_ms:.3f} ms, "
                      f"{r.gflops:.3g} GFLOP/s ({r.flops / 1e9:.3g} GFLOP)")
-    lines += [f"            lowered: {text}" for text in r.lowerings]
+    lines += [f"{pad}lowered: {text}" for text in r.lowerings]
+    if o.message and all(c.comparison.ok for c in r.checks):  # not said by a check above
+        lines.append(f"{pad}{o.message}")
     return "\n".join(lines)
 
 
@@ -306,7 +378,7 @@ def cmd_tune(ns: argparse.Namespace) -> int:
     status = EXIT_PASS
     for case in cases:
         try:
-            tuned = _runner.tune(case.load())
+            tuned = _runner.tune(load(case))
         except (OSError, TypeError, ValueError) as exc:
             print(f"{case.label}: BAD INPUT: {exc}")
             status = EXIT_BAD_INPUT
