@@ -97,7 +97,10 @@ class Case:
 
     @property
     def label(self) -> str:
-        """benchdnn's reproducer of the case: its knobs, then ``--case=``."""
+        """benchdnn's reproducer of the case: its knobs, then ``--case=`` (where a
+        batch file's word could not be read: the file and line)."""
+        if self.error and not self.written:
+            return self.origin
         flags = [f"--{name}={getattr(self, attr)}" for name, attr in KNOBS.items()
                  if getattr(self, attr)]
         return " ".join(flags + [f"--case={self.written or self.path}"])
@@ -185,7 +188,7 @@ def read_batch(path: str, locator: Locator, state: Optional[State] = None,
     only when `path` itself cannot be read.
     """
     if depth > 16:
-        return [Case(path, path, error=f"{path}: batch files nest more than 16 deep "
+        return [Case(path, origin=path, error=f"{path}: batch files nest more than 16 deep "
                      "(a --batch loop?)")]
     state = state if state is not None else State()
     locator.seen(path)
@@ -214,7 +217,7 @@ def read_batch(path: str, locator: Locator, state: Optional[State] = None,
             setattr(state.knobs, KNOBS[key], value.split(","))
         elif name == "--mode" and value is not None:
             if value.lower() not in MODES:
-                cases.append(Case(path, path, origin=origin, error=(
+                cases.append(Case(path, origin=origin, error=(
                     f"{origin}: --mode={value}: this driver runs C (correctness), exact, "
                     f"P (perf) and L (list)")))
                 continue
@@ -228,7 +231,7 @@ def read_batch(path: str, locator: Locator, state: Optional[State] = None,
             if note not in state.notes:
                 state.notes.append(note)
         else:
-            cases.append(Case(path, path, origin=origin, error=(
+            cases.append(Case(path, origin=origin, error=(
                 f"{origin}: cannot read {word!r}: benchdnn's graph driver takes --reset, "
                 f"--case=, --batch=, --mode=, --engine=, --{'=, --'.join(KNOBS)}=")))
     return cases

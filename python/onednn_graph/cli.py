@@ -336,7 +336,8 @@ def cmd_run(ns: argparse.Namespace) -> int:
 def _case_line(index: int, o: Outcome, mode: str) -> str:
     head = f"{index}:{o.status} {o.case.label}"
     pad = " " * 4
-    origin = [f"{pad}from {o.case.origin}"] if o.case.origin else []
+    origin = [f"{pad}from {o.case.origin}"] if o.case.origin and o.case.label != o.case.origin \
+        else []
     r = o.result
     if r is None:
         return "\n".join([head] + origin + ([f"{pad}{o.message}"] if o.message else []))

@@ -307,14 +307,14 @@ def _derived_shape(kind: str, op: _graph.Op, inputs: list[Any], attrs: dict[str,
                    file_shape: Any) -> Any:
     """The output shape `op` gives on `inputs` (the file's where the op is not one
     whose shape rule the driver knows)."""
-    shapes_in = [tuple(t.shape) if t.shape is not None else None for t in inputs]
+    if any(t.shape is None for t in inputs):
+        return file_shape
+    shapes_in = [tuple(t.shape) for t in inputs]
     if kind in _registry.NAMES:
         try:
             return _spec_output_shape(kind, op, inputs, attrs)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{kind} op {op.id}: {exc}") from None
-    if None in shapes_in:
-        return file_shape
     if kind in SAME_SHAPE:
         return shapes_in[0]
     if kind in _post.BINARY and len(shapes_in) == 2:
@@ -390,7 +390,7 @@ def minibatch_inputs(ops: list[_graph.Op]) -> list[int]:
         if op.kind in _MB_INPUTS:
             return i in _MB_INPUTS[op.kind] and (not _MB_OUTPUT.get(op.kind, True) or onward)
         if op.kind in _post.BINARY and len(op.inputs) == 2:
-            a, b = (t.shape or () for t in op.inputs)
+            a, b = (list(t.shape or ()) for t in op.inputs)
             larger = op.inputs[0].id if len(a) >= len(b) else op.inputs[1].id
             same_rank_batched = len(a) == len(b) and len(b) > 0 and b[0] != 1
             return (same_rank_batched or tid == larger) and onward

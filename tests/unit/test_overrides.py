@@ -131,3 +131,80 @@ def test_a_file_whose_output_shape_disagrees_is_refused():
     with pytest.raises(ValueError, match=r"output tensor 2 has shape \(1, 6, 9, 9\), but its "
                                          r"inputs and attributes give \(1, 6, 8, 8\)"):
         ov.apply(og.load_graph(doc))
+
+
+@pytest.mark.parametrize("parse, text, words", [
+    (ov.parse_mb, "-1", "--mb"),
+    (ov.parse_mb, "two", "non-negative integer"),
+    (ov.parse_op_kind, "0:Convolution", "binary and eltwise ops only"),
+    (ov.parse_tensor_property, "1:host_scalar", "no host_scalar"),
+    (ov.parse_tensor_property, "x:constant", "--tensor-property"),
+])
+def test_the_benchdnn_knobs_bad(parse, text, words):
+    with pytest.raises(ValueError) as info:
+        parse(text)
+    assert words in str(info.value)
+
+
+def _two_op_graph(x_shape=(2, 4, 5, 5)):
+    """ConvTranspose then ReLU then Add of a broadcast operand (tensor 5)."""
+    lt = og.LogicalTensor
+    a = dict(strides=[2, 2], pads_begin=[0, 0], pads_end=[0, 0], dilations=[1, 1],
+             data_format="NCX", weights_format="IOX")
+    y = og.output_shape("ConvTranspose", [x_shape, (4, 3, 3, 3)], **a)
+    g = og.Graph()
+    g.add_op(og.Op(0, "ConvTranspose", [lt(0, "f32", x_shape), lt(1, "f32", (4, 3, 3, 3))],
+                   [lt(2, "f32", y)], a))
+    g.add_op(og.Op(1, "ReLU", [lt(2, "f32", y)], [lt(3, "f32", y)]))
+    g.add_op(og.Op(2, "Add", [lt(3, "f32", y), lt(5, "f32", (1, 3, 1, 1))], [lt(4, "f32", y)],
+                   {"auto_broadcast": "numpy"}))
+    return g
+
+
+def test_shapes_follow_their_producers():
+    # a new src re-derives the op's output, and the ReLU and Add after it follow
+    g = ov.apply(_two_op_graph(), ov.parse_in_shapes("0:3x4x6x6"))
+    assert [op.outputs[0].shape for op in g.ops] == [(3, 3, 13, 13)] * 3
+    g = ov.apply(_two_op_graph(), mb=5, op_kind={1: "Tanh", 2: "Multiply"},
+                 tensor_property={1: "constant"}, fpmath_mode="bf16")
+    assert [op.kind for op in g.ops] == ["ConvTranspose", "Tanh", "Multiply"]
+    assert g.ops[2].outputs[0].shape == (5, 3, 11, 11) and g.fpmath_mode == "bf16"
+    assert g.ops[0].inputs[1].property == "constant"
+    # the broadcast operand keeps its minibatch of 1 (benchdnn's rule)
+    assert ov.minibatch_inputs(_two_op_graph().ops) == [0]
+
+
+def test_broadcasting_that_cannot_work_is_refused():
+    with pytest.raises(ValueError, match=r"Add op 2: shapes \(3, 3, 13, 13\) and \(1, 2, 1, 1\) "
+                                         "do not broadcast"):
+        ov.apply(_two_op_graph(), ov.parse_in_shapes("0:3x4x6x6+5:1x2x1x1"))
+    with pytest.raises(ValueError, match="op 1 is a ReLU; benchdnn changes .* not into Add"):
+        ov.apply(_two_op_graph(), op_kind={1: "Add"})
+
+
+@pytest.mark.parametrize("attrs, rank, given, expected", [
+    (dict(output_padding=[0, 0, 0]), 2, {}, dict(output_padding=[0, 0])),
+    (dict(output_padding=[1, 2]), 3, {}, dict(output_padding=[1, 2, 0])),
+    (dict(strides=[2, 2, 2], dilations=[1, 1, 1]), 2, {}, dict(strides=[2, 2], dilations=[1, 1])),
+])
+def test_rank_sized_attributes_follow_the_rank(attrs, rank, given, expected):
+    ov._follow_rank("ConvolutionBackwardData", 0, attrs, rank, given)
+    assert attrs == expected
+
+
+@pytest.mark.parametrize("attrs, given", [
+    (dict(pads_begin=[0, 1, 0]), {}),                 # not one value repeated
+    (dict(strides=[2, 2, 2]), {"strides": "2x2x2"}),  # what the line itself gave
+    (dict(output_padding=[0, 0, 1]), {}),             # a non-zero entry would be cut
+])
+def test_rank_sized_attributes_that_cannot_follow_are_named(attrs, given):
+    name = next(iter(attrs))
+    with pytest.raises(ValueError, match=f"op 0: {name} .* give {name} for the new rank"):
+        ov._follow_rank("ConvolutionBackwardData", 0, attrs, 2, given)
+
+
+def test_per_channel_quantization_follows_its_axis():
+    # benchdnn 3.13: scales repeated, zero points cut or padded with 0
+    attrs = dict(qtype="per_channel", axis=1, scales=[1.0, 2.0], zps=[3, 4])
+    ov._per_channel("Dequantize", attrs, (2, 5, 3, 3))
+    assert attrs["scales"] == [1.0, 2.0, 1.0, 2.0, 1.0] and attrs["zps"] == [3, 4, 0, 0, 0]
