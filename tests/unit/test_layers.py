@@ -38,6 +38,7 @@ LAYERS = [
     ("the PyTorch package", {"torch"}),
     ("reproducers and probes", {"reproducer", "_impl.support"}),
     ("reports", {"_impl.info"}),
+    ("benchdnn batch files", {"batch"}),
     ("command", {"cli"}),
     ("entry points", {"", "__main__"}),
 ]
