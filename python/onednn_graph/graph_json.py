@@ -29,7 +29,7 @@ from typing import Any, NoReturn, Optional, Sequence, Union
 
 
 from . import _core, _impl, graph as _graph
-from ._impl import dtypes as _dtypes, registry as _registry
+from ._impl import dtypes as _dtypes, graph_reference as _graph_reference, registry as _registry
 from ._impl.arrays import dense_strides
 from ._impl.json_format import (FORMAT_VERSION, LT_FIELDS, UNKNOWN_DIM, attr_types, document,
                                 known_kinds, op_json, to_json)
@@ -56,7 +56,7 @@ class _Reader:
     def get(self, obj: dict, key: str, field: str, kind: type, default: Any = ...) -> Any:
         if key not in obj:
             if default is ...:
-                self.fail(field, f"missing field {key!r}")
+                self.fail(field or "(top level)", f"missing field {key!r}")
             return default
         value = obj[key]
         if not _is(value, kind):
@@ -178,6 +178,15 @@ class _Reader:
             out[name] = value
         return out
 
+    def quantization(self, field: str, op: str, attrs: dict[str, Any], dtype: str) -> None:
+        """Refuse Dequantize / Quantize attributes the runner's reference cannot take (a
+        scale of 0 or NaN, a zero point outside the dtype): oneDNN runs them, and the
+        check after the run could not say which op they came from."""
+        try:  # the very reading of the attributes the runner's reference does
+            _graph_reference._quantization(attrs, dtype)
+        except (TypeError, ValueError) as exc:
+            self.fail(field, f"{op}: {exc}")
+
     def op(self, obj: Any, field: str) -> _graph.Op:
         if not _is(obj, dict):
             self.fail(field, "expected an object")
@@ -192,6 +201,9 @@ class _Reader:
                    for i, t in enumerate(self.get(obj, "outputs", field, list))]
         rank = inputs[0].ndim - 2 if inputs else -1
         attrs = self.attrs(kind, self.get(obj, "attrs", field, dict, {}), f"{field}.attrs", rank)
+        data = inputs if kind == "Dequantize" else outputs if kind == "Quantize" else []
+        if data and "scales" in attrs:
+            self.quantization(f"{field}.attrs", f"{kind} op {oid}", attrs, data[0].dtype)
         try:
             return _graph.Op(oid, kind, inputs, outputs, attrs, name)
         except (TypeError, ValueError) as exc:
