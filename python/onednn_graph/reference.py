@@ -1,11 +1,10 @@
 """First-principles NumPy reference for oneDNN 3.2's convolution-family ops.
 
 Each function restates the math of one Graph op (see :mod:`onednn_graph.shapes`
-for the layouts and geometry) on canonical layouts: data ``NCX``, weights
-``IOX`` for the ConvTranspose family and ``OIX`` for the convolution family.
-Arrays are transposed in and out of those layouts, and all accumulation is in
-float64. For one spatial axis, stride ``s``, dilation ``d`` and begin pad
-``pb``, the math is::
+for the layouts and geometry). The formulas index data as ``NCX`` and weights
+as ``IOX`` for the ConvTranspose family and ``OIX`` for the convolution family;
+all accumulation is in float64. For one spatial axis, stride ``s``, dilation
+``d`` and begin pad ``pb``, the math is::
 
     Convolution     y[n, o, p]  = sum_{c in group(o), k} x[n, c, p*s - pb + k*d] * W_oix[o, c % (C_in/g), k]
     ConvTranspose   y[n, o, q] += x[n, c, p] * W_iox[c, o % (C_out/g), k]  for q == p*s - pb + k*d,
@@ -16,7 +15,13 @@ covers pads and output_padding of either sign. ConvTransposeBackwardData is
 the Convolution above with ``W_iox`` read as ``(O, I/g)``. ConvolutionBackwardData
 is the ConvTranspose scatter with ``W_oix`` read as ``(I, O/g)``.
 ConvTransposeBackwardWeights is the derivative of ConvTranspose with respect
-to ``W``. Python loops run only over kernel taps.
+to ``W``.
+
+Python loops run only over kernel taps, and each tap is one matrix product
+(``np.matmul``, so BLAS) per group. The data are held channels last (``NXC``,
+C-contiguous): the positions a tap pairs form an ``(N*positions, C)`` matrix,
+which the forward ops multiply by the tap's ``(C, O)`` weights and the backward
+weights ops contract with the other operand's matrix of the same positions.
 
 Inputs must share one floating dtype: float16, float32, bfloat16 (ml_dtypes),
 or float64 for tests. The result has that dtype. ConvTranspose also takes the int8
@@ -62,7 +67,9 @@ __all__ = [
 
 
 def _inputs(**arrays: Any) -> Tuple[Dict[str, Any], Any]:
-    """Return the float64 copies of the non-None arrays and their common dtype."""
+    """Return the non-None arrays in float64 and their common dtype. A float64 array is
+    passed as it is, not copied: nothing here writes to its inputs, and a copy of a large
+    input costs as much as a tap's matrix product (mostly first touches of fresh pages)."""
     dtype: Any = None
     out: Dict[str, Optional[np.ndarray]] = {}
     for name, value in arrays.items():
@@ -76,7 +83,7 @@ def _inputs(**arrays: Any) -> Tuple[Dict[str, Any], Any]:
         if dtype is not None and arr.dtype != dtype:
             raise TypeError(f"{name} has dtype {arr.dtype} but the other inputs have {dtype}")
         dtype = arr.dtype
-        out[name] = arr.astype(np.float64)
+        out[name] = arr.astype(np.float64, copy=False)
     return out, dtype
 
 
@@ -88,66 +95,95 @@ def _taps(kernel: Sequence[int]) -> Iterator[Tuple[int, ...]]:
     return itertools.product(*(range(k) for k in kernel))
 
 
-def _tap_positions(k: int, axis_geom: Geom, bound: int, count: int
-                   ) -> Tuple[np.ndarray, np.ndarray]:
-    """Positions ``p*s - pb + k*d`` for ``p`` in ``range(count)``, and which lie in ``[0, bound)``."""
+def _channels_last(a: np.ndarray, data_format: str) -> np.ndarray:
+    """`a` as a C-contiguous ``(N, *X, C)`` array: the channels of each position are one
+    matrix row, so the positions a kernel tap touches are one ``(positions, C)`` matrix."""
+    return np.ascontiguousarray(_relayout(a, data_format, "NXC"))
+
+
+def _tap_window(k: int, axis_geom: Geom, count: int, bound: int) -> Tuple[slice, slice]:
+    """On one spatial axis, for tap ``k``: the ``p`` in ``range(count)`` whose
+    ``q = p*s - pb + k*d`` lies in ``range(bound)``, as a slice of ``p`` and the
+    matching slice of ``q``. Only these pairs meet: outside them a read is zero
+    and a write is dropped."""
     s, pb, d = axis_geom
-    pos = np.arange(count) * s - pb + k * d
-    return pos, (pos >= 0) & (pos < bound)
+    offset = k * d - pb  # q = p*s + offset
+    first = max(0, -(offset // s))  # ceil(-offset / s): the first p with q >= 0
+    stop = min(count, (bound - 1 - offset) // s + 1)  # one past the last p with q < bound
+    if stop <= first:
+        return slice(0, 0), slice(0, 0)
+    return slice(first, stop), slice(first * s + offset, (stop - 1) * s + offset + 1, s)
 
 
-def _gather(a: np.ndarray, tap: Tuple[int, ...], geom: Sequence[Geom],
-            out_spatial: Sequence[int]) -> np.ndarray:
-    """``r[n, c, p] = a[n, c, p*s - pb + k*d]`` for ``p`` over ``out_spatial``, zero outside ``a``."""
-    for ax, (k, g, n_out) in enumerate(zip(tap, geom, out_spatial)):
-        pos, ok = _tap_positions(k, g, a.shape[2 + ax], n_out)
-        a = np.take(a, np.where(ok, pos, 0), axis=2 + ax)
-        a = a * ok.reshape((-1,) + (1,) * (a.ndim - 3 - ax))
-    return a
+def _tap_windows(tap: Tuple[int, ...], geom: Sequence[Geom], count: Sequence[int],
+                 bound: Sequence[int]) -> Tuple[Tuple[slice, ...], Tuple[slice, ...]]:
+    """:func:`_tap_window` on every spatial axis, as indices of ``(N, *spatial, ...)`` arrays:
+    the ``p`` side (spatial sizes `count`) and the ``q`` side (sizes `bound`)."""
+    windows = [_tap_window(*args) for args in zip(tap, geom, count, bound)]
+    everything = (slice(None),)  # the batch axis
+    return everything + tuple(w[0] for w in windows), everything + tuple(w[1] for w in windows)
 
 
-def _scatter_add(y: np.ndarray, contrib: np.ndarray, tap: Tuple[int, ...],
-                 geom: Sequence[Geom]) -> None:
-    """``y[n, c, p*s - pb + k*d] += contrib[n, c, p]``, dropping positions outside ``y``."""
-    dst_idx, src_idx = [], []
-    for ax, (k, g) in enumerate(zip(tap, geom)):
-        pos, ok = _tap_positions(k, g, y.shape[2 + ax], contrib.shape[2 + ax])
-        dst_idx.append(pos[ok])
-        src_idx.append(np.nonzero(ok)[0])
-    # One tap maps distinct p to distinct positions (s >= 1), so a plain
-    # fancy-index += never hits one element twice.
-    head = (slice(None), slice(None))
-    y[head + np.ix_(*dst_idx)] += contrib[head + np.ix_(*src_idx)]
+def _per_tap(w: np.ndarray, groups: int) -> np.ndarray:
+    """Weights ``(g*A, B, *K)`` (IOX or OIX) as ``(*K, g, A, B)``: one ``(A, B)`` matrix
+    per kernel tap and group, contiguous so that BLAS reads each in place."""
+    nk = w.ndim - 2
+    w = w.reshape(groups, w.shape[0] // groups, *w.shape[1:])  # (g, A, B, *K)
+    return np.ascontiguousarray(np.moveaxis(w, range(3, 3 + nk), range(nk)))
 
 
-def _grouped(a: np.ndarray, groups: int) -> np.ndarray:
-    """Split axis 1 (channels) into ``(groups, channels/groups)``."""
-    return a.reshape(a.shape[0], groups, a.shape[1] // groups, *a.shape[2:])
+def _from_per_tap(w_taps: np.ndarray) -> np.ndarray:
+    """The inverse of :func:`_per_tap`: ``(*K, g, A, B)`` back to ``(g*A, B, *K)``."""
+    nk = w_taps.ndim - 3
+    g, a, b = w_taps.shape[nk:]
+    return np.moveaxis(w_taps, range(nk), range(3, 3 + nk)).reshape(g * a, b, *w_taps.shape[:nk])
 
 
-def _conv_ncx(x: np.ndarray, w_oix: np.ndarray, geom: Sequence[Geom], groups: int,
-              out_spatial: Sequence[int]) -> np.ndarray:
-    """Forward convolution on NCX data and ``(O, I/g, *K)`` weights."""
-    n, o = x.shape[0], w_oix.shape[0]
-    y = np.zeros((n, groups, o // groups, *out_spatial))
+def _rows_times(rows: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Channels-last ``rows`` ``(..., g*C)`` times one tap's weights ``w`` ``(g, C, O)``,
+    group by group: ``(..., g, O)``, one matrix product per group."""
+    lead = rows.shape[:-1]
+    g, c, o = w.shape
+    m = int(np.prod(lead))
+    # (g, M, C): a view whose every group is a strided matrix BLAS reads in place
+    by_group = np.ascontiguousarray(rows).reshape(m, g, c).transpose(1, 0, 2)
+    return np.matmul(by_group, w).transpose(1, 0, 2).reshape(*lead, g, o)
+
+
+def _rows_gram(a: np.ndarray, b: np.ndarray, groups: int) -> np.ndarray:
+    """``sum over rows of a[row, i] * b[row, j]`` for channels-last ``a`` ``(..., g*A)`` and
+    ``b`` ``(..., g*B)`` of the same positions, group by group: ``(g, A, B)``."""
+    m = int(np.prod(a.shape[:-1]))  # 0 when the tap meets no position
+    a_t = np.ascontiguousarray(a).reshape(m, groups, a.shape[-1] // groups).transpose(1, 2, 0)
+    b_g = np.ascontiguousarray(b).reshape(m, groups, b.shape[-1] // groups).transpose(1, 0, 2)
+    return np.matmul(a_t, b_g)
+
+
+def _convolution_nxc(x: np.ndarray, w_oix: np.ndarray, geom: Sequence[Geom], groups: int,
+                     out_spatial: Sequence[int]) -> np.ndarray:
+    """Forward convolution of channels-last ``x`` ``(N, *X, C)`` with ``(O, C/g, *K)`` weights:
+    per tap, the positions ``p*s - pb + k*d`` read as rows times that tap's weights."""
+    w_taps = np.swapaxes(_per_tap(w_oix, groups), -1, -2)  # (*K, g, C/g, O/g)
+    g, o_per_g = w_taps.shape[-3], w_taps.shape[-1]
+    y = np.zeros((x.shape[0], *out_spatial, g, o_per_g))
     for tap in _taps(w_oix.shape[2:]):
-        xs = _grouped(_gather(x, tap, geom, out_spatial), groups)
-        wt = w_oix[(slice(None), slice(None)) + tap].reshape(groups, o // groups, -1)
-        y += np.einsum("ngc...,goc->ngo...", xs, wt)
-    return y.reshape(n, o, *out_spatial)
+        at_p, at_q = _tap_windows(tap, geom, out_spatial, x.shape[1:-1])
+        y[at_p] += _rows_times(x[at_q], w_taps[tap])
+    return y.reshape(*y.shape[:-2], g * o_per_g)
 
 
-def _conv_transpose_ncx(x: np.ndarray, w_iox: np.ndarray, geom: Sequence[Geom], groups: int,
+def _conv_transpose_nxc(x: np.ndarray, w_iox: np.ndarray, geom: Sequence[Geom], groups: int,
                         out_spatial: Sequence[int]) -> np.ndarray:
-    """ConvTranspose scatter on NCX data and ``(I, O/g, *K)`` weights."""
-    n, c_in, o_per_g = x.shape[0], x.shape[1], w_iox.shape[1]
-    y = np.zeros((n, o_per_g * groups, *out_spatial))
-    xg = _grouped(x, groups)
+    """ConvTranspose scatter of channels-last ``x`` ``(N, *X, C)`` with ``(C, O/g, *K)`` weights:
+    per tap, the rows times that tap's weights added at the positions ``p*s - pb + k*d``."""
+    w_taps = _per_tap(w_iox, groups)  # (*K, g, C/g, O/g)
+    g, o_per_g = w_taps.shape[-3], w_taps.shape[-1]
+    y = np.zeros((x.shape[0], *out_spatial, g, o_per_g))
     for tap in _taps(w_iox.shape[2:]):
-        wt = w_iox[(slice(None), slice(None)) + tap].reshape(groups, c_in // groups, o_per_g)
-        contrib = np.einsum("ngc...,gco->ngo...", xg, wt).reshape(n, -1, *x.shape[2:])
-        _scatter_add(y, contrib, tap, geom)
-    return y
+        at_p, at_q = _tap_windows(tap, geom, x.shape[1:-1], out_spatial)
+        # One tap sends distinct p to distinct q (s >= 1): no element is added twice.
+        y[at_q] += _rows_times(x[at_p], w_taps[tap])
+    return y.reshape(*y.shape[:-2], g * o_per_g)
 
 
 def _geom(p: shapes.Plan) -> Tuple[Geom, ...]:
@@ -214,15 +250,17 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
                   weights_format, output_padding)
     in_shapes = [a["src"].shape, a["weights"].shape] + ([] if bias is None else [a["bias"].shape])
     p = shapes.plan("ConvTranspose", in_shapes, **kw)
-    x = _relayout(a["src"], data_format, "NCX")
+    x = _channels_last(a["src"], data_format)
     w = _relayout(a["weights"], p.attrs.weights_format, "IOX")
     out_spatial = shapes.data_spatial(data_format, p.output_shape)
-    y = _conv_transpose_ncx(x, w, _geom(p), p.attrs.groups, out_spatial)
+    y = _conv_transpose_nxc(x, w, _geom(p), p.attrs.groups, out_spatial)
     if bias is not None:
-        y += a["bias"].reshape((1, -1) + (1,) * len(out_spatial))
-    y = _relayout(y, "NCX", data_format)
+        y += a["bias"]  # the channels are the last axis
+    y = _relayout(y, "NXC", data_format)
     y = _post_chain(y, post_ops) if post_ops else y
-    return _quantize(y, _quant_of(quantize)) if quantize is not None else y.astype(dtype, order="C")
+    if quantize is not None:
+        return np.ascontiguousarray(_quantize(y, _quant_of(quantize)))
+    return y.astype(dtype, order="C")
 
 
 def _quant_of(q: Any) -> _quant.Quantization:
@@ -309,11 +347,11 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     kw = _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_format,
                   weights_format, output_padding)
     p = shapes.plan("ConvTransposeBackwardData", [a["diff_dst"].shape, a["weights"].shape], **kw)
-    dy = _relayout(a["diff_dst"], data_format, "NCX")
+    dy = _channels_last(a["diff_dst"], data_format)
     w = _relayout(a["weights"], p.attrs.weights_format, "IOX")
     out_spatial = shapes.data_spatial(data_format, p.output_shape)
-    dx = _conv_ncx(dy, w, _geom(p), p.attrs.groups, out_spatial)
-    dx = _relayout(dx, "NCX", data_format)
+    dx = _convolution_nxc(dy, w, _geom(p), p.attrs.groups, out_spatial)
+    dx = _relayout(dx, "NXC", data_format)
     return (_post_chain(dx, post_ops) if post_ops else dx).astype(dtype, order="C")
 
 
@@ -351,15 +389,13 @@ def conv_transpose_backward_weights(src: Any, diff_dst: Any,
     p = shapes.plan("ConvTransposeBackwardWeights", [a["src"].shape, a["diff_dst"].shape],
                     weights_shape=weights_shape, **kw)
     g = p.attrs.groups
-    x = _grouped(_relayout(a["src"], data_format, "NCX"), g)
-    dy = _relayout(a["diff_dst"], data_format, "NCX")
-    c_in, c_out = x.shape[1] * x.shape[2], dy.shape[1]
-    dw = np.zeros((c_in, c_out // g, *p.kernel))
-    xf = x.reshape(*x.shape[:3], -1)  # (N, g, C_in/g, prod(X))
+    x = _channels_last(a["src"], data_format)
+    dy = _channels_last(a["diff_dst"], data_format)
+    dw_taps = np.zeros((*p.kernel, g, x.shape[-1] // g, dy.shape[-1] // g))
     for tap in _taps(p.kernel):
-        dys = _grouped(_gather(dy, tap, _geom(p), x.shape[3:]), g)
-        dw[(slice(None), slice(None)) + tap] = np.einsum(
-            "ngcp,ngop->gco", xf, dys.reshape(*dys.shape[:3], -1)).reshape(c_in, c_out // g)
+        at_p, at_q = _tap_windows(tap, _geom(p), x.shape[1:-1], dy.shape[1:-1])
+        dw_taps[tap] = _rows_gram(x[at_p], dy[at_q], g)  # (g, C_in/g, C_out/g)
+    dw = _from_per_tap(dw_taps)  # IOX
     return _relayout(dw, "IOX", p.attrs.weights_format).astype(dtype, order="C")
 
 
@@ -398,11 +434,11 @@ def convolution_backward_data(diff_dst: Any, weights: Any,
         dst_shape = shapes.infer_dst_shape(a["diff_dst"].shape, a["weights"].shape, **kw)
     p = shapes.plan("ConvolutionBackwardData", [a["diff_dst"].shape, a["weights"].shape],
                     dst_shape=dst_shape, **kw)
-    dy = _relayout(a["diff_dst"], data_format, "NCX")
+    dy = _channels_last(a["diff_dst"], data_format)
     w = _relayout(a["weights"], p.attrs.weights_format, "OIX")
     out_spatial = shapes.data_spatial(data_format, p.output_shape)
-    dx = _conv_transpose_ncx(dy, w, _geom(p), p.attrs.groups, out_spatial)
-    dx = _relayout(dx, "NCX", data_format)
+    dx = _conv_transpose_nxc(dy, w, _geom(p), p.attrs.groups, out_spatial)
+    dx = _relayout(dx, "NXC", data_format)
     return (_post_chain(dx, post_ops) if post_ops else dx).astype(dtype, order="C")
 
 
@@ -430,13 +466,13 @@ def convolution(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 
                   weights_format)
     p = shapes.plan("Convolution", [a["src"].shape, a["weights"].shape] +
                     ([a["bias"].shape] if bias is not None else []), **kw)
-    x = _relayout(a["src"], data_format, "NCX")
+    x = _channels_last(a["src"], data_format)
     w = _relayout(a["weights"], p.attrs.weights_format, "OIX")
     out_spatial = shapes.data_spatial(data_format, p.output_shape)
-    y = _conv_ncx(x, w, _geom(p), p.attrs.groups, out_spatial)
+    y = _convolution_nxc(x, w, _geom(p), p.attrs.groups, out_spatial)
     if bias is not None:
-        y = y + a["bias"].reshape((1, -1) + (1,) * (y.ndim - 2))
-    return _relayout(y, "NCX", data_format).astype(dtype, order="C")
+        y += a["bias"]  # the channels are the last axis
+    return _relayout(y, "NXC", data_format).astype(dtype, order="C")
 
 
 def convolution_backward_weights(src: Any, diff_dst: Any, weights_shape: Sequence[int], *,
@@ -467,16 +503,13 @@ def convolution_backward_weights(src: Any, diff_dst: Any, weights_shape: Sequenc
     p = shapes.plan("ConvolutionBackwardWeights", [a["src"].shape, a["diff_dst"].shape],
                     weights_shape=weights_shape, **kw)
     g = p.attrs.groups
-    x = _relayout(a["src"], data_format, "NCX")
-    dy = _grouped(_relayout(a["diff_dst"], data_format, "NCX"), g)
-    out_spatial = dy.shape[3:]
-    dyf = dy.reshape(*dy.shape[:3], -1)  # (N, g, C_out/g, prod(Y))
-    c_out, c_in_g = dy.shape[1] * dy.shape[2], x.shape[1] // g
-    dw = np.zeros((c_out, c_in_g, *p.kernel))
+    x = _channels_last(a["src"], data_format)
+    dy = _channels_last(a["diff_dst"], data_format)
+    dw_taps = np.zeros((*p.kernel, g, dy.shape[-1] // g, x.shape[-1] // g))
     for tap in _taps(p.kernel):
-        xs = _grouped(_gather(x, tap, _geom(p), out_spatial), g)
-        dw[(slice(None), slice(None)) + tap] = np.einsum(
-            "ngop,ngcp->goc", dyf, xs.reshape(*xs.shape[:3], -1)).reshape(c_out, c_in_g)
+        at_p, at_q = _tap_windows(tap, _geom(p), dy.shape[1:-1], x.shape[1:-1])
+        dw_taps[tap] = _rows_gram(dy[at_p], x[at_q], g)  # (g, C_out/g, C_in/g)
+    dw = _from_per_tap(dw_taps)  # OIX
     return _relayout(dw, "OIX", p.attrs.weights_format).astype(dtype, order="C")
 
 
@@ -532,12 +565,14 @@ def matmul(src: Any, weights: Any, bias: Any = None, *, transpose_a: bool = Fals
         arrays["bias"] = bias
     a, dtype = _inputs(**arrays)
     x, w = a["src"], a["weights"]
+    if x.ndim < 2 or w.ndim < 2:  # np.matmul would promote a vector; the op's inputs are matrices
+        raise ValueError(f"matmul takes arrays of 2 or more axes, got {x.ndim} and {w.ndim}")
     if transpose_a:
         x = np.swapaxes(x, -1, -2)
     if transpose_b:
         w = np.swapaxes(w, -1, -2)
-    # Every output element is one sum over k of products, in float64.
-    y = np.einsum("...ik,...kj->...ij", x, w)
+    # Every output element is one sum over k of products, in float64 (BLAS).
+    y = np.matmul(x, w)
     if bias is not None:
         y = y + a["bias"]
     return y.astype(dtype, order="C")
