@@ -4,19 +4,31 @@
 writes them (lower-case ``auto_pad``, the optional s32 shape input, the legacy
 ConvTransposeBackpropFilters) and hand oneDNN 3.2 what it compiles, through
 the same ``_lowering`` as the functional API. Ops of other kinds pass through.
+
+Pads that oneDNN is not handed (a negative pad, output_padding >= strides +
+pads_end: ``_lowering``'s docstring) make the op run on a view of one tensor
+that leaves out positions outside every kernel window (``NativeOp.crop``), as in
+the functional API. Here that tensor is described to oneDNN as a strided view of
+the user's: the same strides, the cropped shape, under a logical-tensor id of its
+own (``_View``) that no other op uses, so oneDNN neither fuses through it nor
+sees two shapes for one id. A Partition shows the user's tensor in its ports; a
+CompiledPartition hands oneDNN the view of the user's memory at the right offset
+and writes the left-out outputs itself: zeros, or ConvTranspose's bias (what the
+geometry alone fixes). A cropped output ends its partition: the ops that read it
+run as partitions of their own, which ``Graph.get_partitions`` lists after it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
 from . import _core, shapes
-from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, casts as _casts,
-                    dtypes as _dtypes, json_format as _json_format, kept_apart as _kept_apart,
-                    kernels as _kernels, lowering as _lowering, plan as _plan,
-                    registry as _registry, version as _version)
+from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, call as _call,
+                    casts as _casts, dtypes as _dtypes, json_format as _json_format,
+                    kept_apart as _kept_apart, kernels as _kernels, lowering as _lowering,
+                    plan as _plan, registry as _registry, version as _version)
 from .errors import Error, UnsupportedError
 
 __all__ = ["Op", "Graph", "Partition", "CompiledPartition", "Tensor", "LogicalTensor", "Engine",
@@ -97,16 +109,79 @@ class Op:
         return f"Op(id={self.id}, kind={self.kind!r})"
 
 
-class _Native:
-    """The native op for one spec-level op, and its hidden s32 shape input."""
+class _View:
+    """The tensor of a native op that runs on a view of the user's (``NativeOp.crop``): the
+    user's logical tensor `full` (of `full_shape`) without `crop`'s positions, which oneDNN
+    sees as a strided view under its own `id`. An output view leaves positions outside
+    every kernel window unwritten: they are ConvTranspose's bias (the input `bias_id`),
+    or zeros."""
 
-    def __init__(self, op: Op, shape_values: Optional[Sequence[int]] = None) -> None:
+    def __init__(self, full: _core.LogicalTensor, id: int, full_shape: Sequence[int],
+                 data_format: str, crop: tuple[tuple[int, int], ...], is_output: bool,
+                 bias_id: Optional[int]) -> None:
+        self.full, self.id, self.full_shape = full, id, tuple(full_shape)
+        self.data_format, self.crop = data_format, crop
+        self.is_output, self.bias_id = is_output, bias_id
+
+    def logical_tensor(self, lt: _core.LogicalTensor) -> _core.LogicalTensor:
+        """The view of `lt` (the user's tensor as given, at op or compile time): its
+        strides, the cropped shape. An unknown shape is the op's (C-contiguous, as
+        oneDNN lays out an output it infers)."""
+        if lt.layout != "strided":
+            raise UnsupportedError(
+                f"tensor {lt.id}: the op runs on a view of it without the positions outside "
+                f"every kernel window, which needs a strided layout, not {lt.layout!r}")
+        known = _as_f32.known_shape(lt) and lt.strides is not None
+        shape = tuple(lt.shape) if known else self.full_shape
+        if shape != self.full_shape:
+            raise ValueError(f"tensor {lt.id} has shape {shape}; the op was added with {self.full_shape}")
+        strides = list(lt.strides) if known else list(_arrays.dense_strides(shape))
+        return _core.LogicalTensor(self.id, lt.dtype, _lowering.cropped(shape, self.data_format, self.crop),
+                                   strides, "strided", lt.property)
+
+    def user_port(self) -> _core.LogicalTensor:
+        """The user's logical tensor, as a partition's port shows it (of known shape)."""
+        lt = self.full
+        if _as_f32.known_shape(lt) and lt.strides is not None:
+            return lt
+        return _core.LogicalTensor(lt.id, lt.dtype, self.full_shape,
+                                   _arrays.dense_strides(self.full_shape), "strided", lt.property)
+
+    def array(self, full: np.ndarray) -> np.ndarray:
+        """The view of the user's array `full` that the op reads or writes."""
+        return _call.crop(full, self.data_format, self.crop)
+
+    def write_left_out(self, full: np.ndarray, bias: Optional[np.ndarray]) -> None:
+        """Write the positions of output `full` that the op left out: outside every kernel
+        window, they are the bias (ConvTranspose with one), or zeros."""
+        value = np.zeros((), full.dtype) if bias is None else (
+            bias if self.data_format == "NXC" else bias.reshape(bias.shape + (1,) * (full.ndim - 2)))
+        for axis, (lead, trail) in zip(_arrays.spatial_axes(self.data_format, full.ndim), self.crop):
+            for ends in (slice(0, lead), slice(full.shape[axis] - trail, None)):
+                index: list[Any] = [slice(None)] * full.ndim
+                index[axis] = ends
+                full[tuple(index)] = value
+
+
+def _next_free_id(lts: Sequence[_core.LogicalTensor]) -> Callable[[], int]:
+    """A view id for an op alone in its graph: above every id of `lts`."""
+    return lambda: 1 + max(t.id for t in lts)
+
+
+class _Native:
+    """The native op for one spec-level op, its hidden s32 shape input, and the view of
+    the tensor it runs on where it is cropped (``view``)."""
+
+    def __init__(self, op: Op, shape_values: Optional[Sequence[int]] = None,
+                 view_id: Optional[Callable[[], int]] = None) -> None:
+        """`view_id` gives the id of a view (default: one above the op's own ids)."""
         self.source = op
         kind, attrs = op.kind, op.attrs
         inputs, outputs = list(op.inputs), list(op.outputs)
         self.shape_input = None
         self.shape_name: Optional[str] = None
         self.shape_value: Optional[tuple[int, ...]] = None
+        self.view: Optional[_View] = None
         if kind not in _registry.NAMES:
             self.op = _core.Op(op.id, kind, inputs, outputs, attrs, op.name)
             return
@@ -132,18 +207,16 @@ class _Native:
         if legacy_filter is not None:
             outputs = [self._legacy_output(out, legacy_filter)]
         if all(_as_f32.known_shape(t) for t in inputs) and (not shape_name or shape_name in attrs):
-            native = _plan.plan_call(kind, spec.inputs, inputs, attrs).native
+            call = _plan.plan_call(kind, spec.inputs, inputs, attrs)
+            native = call.native
             if native.unreached:
                 raise UnsupportedError(
                     f"{op.kind} op {op.id}: no kernel window reaches its output ({native.lowering}), "
                     "so oneDNN has nothing to compute and refuses the geometry; the functional "
                     "API (onednn_graph.ops) returns that result")
             if native.crop:
-                raise UnsupportedError(
-                    f"{op.kind} op {op.id}: these pads (output_padding >= strides + pads_end, or a "
-                    "negative pads_begin) need a view that leaves out positions outside every "
-                    "kernel window, which a partition cannot express; the functional API "
-                    "(onednn_graph.ops) runs it")
+                self.view = self._cropped(call, inputs, outputs,
+                                          view_id or _next_free_id(inputs + outputs))
         elif shape_name and shape_name not in attrs:
             raise ValueError(f"{op.kind} op {op.id}: give the {shape_name} attribute or an output "
                              "logical tensor with a known shape (the shape input's values are "
@@ -163,6 +236,22 @@ class _Native:
                 native.attrs.pop("output_padding", None)
         self.lowering = native.lowering
         self.op = _core.Op(op.id, native.kind, inputs, outputs, native.attrs, op.name)
+
+    def _cropped(self, call: _plan.CallPlan, inputs: list[_core.LogicalTensor],
+                 outputs: list[_core.LogicalTensor], view_id: Callable[[], int]) -> _View:
+        """The view of the tensor `call` crops, put in its place in `inputs` or `outputs`."""
+        a = call.plan.attrs
+        index = _lowering.geometry_tensor(a.kind)
+        full = outputs[0] if index < 0 else inputs[index]
+        full_shape = call.plan.output_shape if index < 0 else call.input_shapes[index]
+        bias = inputs[2].id if index < 0 and a.kind == _registry.CONV_TRANSPOSE and len(inputs) > 2 \
+            else None
+        view = _View(full, view_id(), full_shape, a.data_format, call.native.crop, index < 0, bias)
+        if index < 0:
+            outputs[0] = view.logical_tensor(full)
+        else:
+            inputs[index] = view.logical_tensor(full)
+        return view
 
     @staticmethod
     def _legacy_output(out: _core.LogicalTensor, filter_format: str) -> _core.LogicalTensor:
@@ -225,6 +314,8 @@ class Graph:
         self._native = _core.Graph(engine_kind, fpmath_mode)
         self.engine_kind, self.fpmath_mode = engine_kind, fpmath_mode
         self._ops: list[_Native] = []
+        self._tensor_ids: set[int] = set()  # the ids the user's ops use
+        self._view_ids: set[int] = set()    # the ids given to views (_View)
 
     @property
     def ops(self) -> list[Op]:
@@ -237,9 +328,25 @@ class Graph:
             # oneDNN's own refusal does not say why.
             raise Error("add_op: the graph is finalized; ops go in before finalize()",
                         "invalid_graph")
-        native = _Native(op)
+        ids = {t.id for t in op.inputs + op.outputs}
+        if ids & self._view_ids:
+            raise ValueError(f"add_op: op {op.id} uses tensor id {min(ids & self._view_ids)}, which "
+                             "this graph gave the view of a cropped tensor (those ids count down "
+                             "from 2**62); give the tensor another id")
+        self._tensor_ids |= ids
+        native = _Native(op, view_id=self._new_view_id)
         self._native.add_op(native.op)
         self._ops.append(native)
+
+    def _new_view_id(self) -> int:
+        """An id for a view (``_View``) that no op of this graph uses: from
+        ``_VIEW_IDS_TOP`` down, far from the ids graphs use (add_op refuses a later op
+        that uses one)."""
+        candidate = min(self._view_ids, default=_VIEW_IDS_TOP + 1) - 1
+        while candidate in self._tensor_ids:
+            candidate -= 1
+        self._view_ids.add(candidate)
+        return candidate
 
     def finalize(self) -> None:
         # oneDNN's End marks a value the graph must hand out: that keeps it out of a
@@ -258,9 +365,38 @@ class Graph:
         return _json_format.to_json(self)
 
     def get_partitions(self, policy: str = "fusion") -> list["Partition"]:
+        """The partitions, each after those whose outputs it reads."""
         found = [(p, [n for n in self._ops if n.source.id in p.op_ids])
                  for p in self._native.get_partitions(policy)]
-        return [Partition(p, ops, self.fpmath_mode) for p, ops in found if ops]  # not an End's
+        return _in_dependency_order([Partition(p, ops, self.fpmath_mode)
+                                     for p, ops in found if ops])  # not an End's
+
+
+#: The first id ``Graph`` gives a view (``_View``); they count down from it. Far above
+#: the ids graphs use, and below oneDNN's int64 limit by as much: the f32 chain
+#: (``_as_f32.widen``) numbers its own tensors above every id in use.
+_VIEW_IDS_TOP = 2**62
+
+
+def _in_dependency_order(partitions: list["Partition"]) -> list["Partition"]:
+    """`partitions` with each after those that produce its inputs, else in oneDNN's order.
+    oneDNN orders them by its own graph, where a view's id cuts the edge from a cropped
+    output to the ops that read the user's tensor."""
+    made_by = {port.id: p for p in partitions for port in p.output_ports}
+    done: list[Partition] = []
+
+    def visit(p: Partition, path: tuple[int, ...]) -> None:
+        if p in done or id(p) in path:
+            return
+        for port in p.input_ports:
+            producer = made_by.get(port.id)
+            if producer is not None and producer is not p:
+                visit(producer, path + (id(p),))
+        done.append(p)
+
+    for p in partitions:
+        visit(p, ())
+    return done
 
 
 class Partition:
@@ -269,17 +405,26 @@ class Partition:
     def __init__(self, native: _core.Partition, ops: list[_Native], fpmath_mode: str = "strict") -> None:
         self._native, self._ops, self._fpmath_mode = native, ops, fpmath_mode
         self._hidden = {n.shape_input.id: n for n in ops if n.shape_input is not None}
+        self._views = {n.view.id: n.view for n in ops if n.view is not None}
 
     id = property(lambda self: self._native.id)
     is_supported = property(lambda self: self._native.is_supported)
     op_ids = property(lambda self: self._native.op_ids)
     engine_kind = property(lambda self: self._native.engine_kind)
-    output_ports = property(lambda self: self._native.output_ports)
 
     @property
     def input_ports(self) -> list[_core.LogicalTensor]:
-        return self._native.input_ports + [n.shape_input for n in self._hidden.values()
-                                           if n.shape_input is not None]
+        return self._users(self._native.input_ports) + [n.shape_input for n in self._hidden.values()
+                                                        if n.shape_input is not None]
+
+    @property
+    def output_ports(self) -> list[_core.LogicalTensor]:
+        return self._users(self._native.output_ports)
+
+    def _users(self, ports: list[_core.LogicalTensor]) -> list[_core.LogicalTensor]:
+        """oneDNN's `ports` with each view (``_View``) shown as the user's tensor, once."""
+        shown = [self._views[p.id].user_port() if p.id in self._views else p for p in ports]
+        return list({lt.id: lt for lt in reversed(shown)}.values())[::-1]
 
     def compile(self, inputs: Sequence[_core.LogicalTensor], outputs: Sequence[_core.LogicalTensor],
                 engine: _core.Engine) -> "CompiledPartition":
@@ -309,9 +454,42 @@ class CompiledPartition:
 
     def __init__(self, partition: Partition, inputs: list[_core.LogicalTensor],
                  outputs: list[_core.LogicalTensor], engine: _core.Engine) -> None:
-        self._partition, self._inputs, self._engine = partition, inputs, engine
-        self._outputs = [self._output_for(lt) for lt in outputs]
-        self._native = self._build([n.op for n in partition._ops], partition._native)
+        self._partition, self._engine = partition, engine
+        self._views = list(partition._views.values())
+        # Per cropped tensor: the user's logical tensor as compiled, and its view's.
+        self._full: dict[int, _core.LogicalTensor] = {}
+        self._view_lts: dict[int, _core.LogicalTensor] = {}
+        native = partition._native
+        self._input_ids = {p.id for p in native.input_ports}
+        self._output_ids = {p.id for p in native.output_ports}
+        self._inputs = self._onednn_side(inputs, self._input_ids, "input")
+        self._outputs = self._onednn_side([self._output_for(lt) for lt in outputs], self._output_ids,
+                                          "output")
+        for v in self._views:
+            if v.bias_id is not None and v.bias_id not in self._input_ids:
+                raise UnsupportedError(
+                    f"{v.full.id}: the bias of the ConvTranspose writing it must be an input of the "
+                    "partition: the op runs on a view of its output, and the package writes the "
+                    "bias into the positions outside every kernel window")
+        self._native = self._build([n.op for n in partition._ops], native)
+
+    def _onednn_side(self, lts: list[_core.LogicalTensor], port_ids: set[int],
+                     role: str) -> list[_core.LogicalTensor]:
+        """The logical tensors oneDNN compiles for the user's `lts` (the partition's `role`
+        ports): the view of each cropped tensor (``_View``), and the tensor itself where
+        oneDNN also has it as a port (in `port_ids`, another op's); every other tensor
+        as it is."""
+        self._check_cropped_given(role, {lt.id for lt in lts}, "compile", "logical tensor")
+        result = []
+        for lt in lts:
+            views = [v for v in self._views if v.full.id == lt.id]
+            if not views or lt.id in port_ids:
+                result.append(lt)
+            for v in views:
+                self._view_lts[v.id] = v.logical_tensor(lt)
+                self._full[lt.id] = lt if _as_f32.known_shape(lt) else v.user_port()
+                result.append(self._view_lts[v.id])
+        return result
 
     def _build(self, ops: list[_core.Op], native_partition: _core.Partition) -> _Runner:
         """The compiled partition of `ops`, or a Chain running them in f32."""
@@ -359,6 +537,8 @@ class CompiledPartition:
         return _casts.describe(self._native.converters)
 
     def query_logical_tensor(self, id: int) -> _core.LogicalTensor:
+        if id in self._full:  # a cropped tensor: the user's, as compiled
+            return self._full[id]
         runner = self._native
         if isinstance(runner, _as_f32.Chain):
             for lt in runner.inputs + runner.outputs:
@@ -371,7 +551,10 @@ class CompiledPartition:
     @property
     def inplace_ports(self) -> list[tuple[int, int]]:
         runner = self._native
-        return [] if isinstance(runner, _as_f32.Chain) else runner.inplace_ports
+        if isinstance(runner, _as_f32.Chain):
+            return []
+        views = {v.id for v in self._views}  # a view is part of a tensor: never in place
+        return [(i, o) for i, o in runner.inplace_ports if i not in views and o not in views]
 
     def execute(self, stream: _core.Stream, inputs: Sequence[_core.Tensor],
                 outputs: Sequence[_core.Tensor]) -> None:
@@ -396,10 +579,47 @@ class CompiledPartition:
             if n.shape_value is None or held != n.shape_value:
                 native = self._recompile(n, held)
         outs = [self._tensor_for(t) for t in outputs]
+        onednn_ins = self._onednn_tensors(kept, self._input_ids, "input")
+        onednn_outs = self._onednn_tensors(outs, self._output_ids, "output")
         if isinstance(native, _as_f32.Chain):
-            _run_chain(native, kept, outs)
+            _run_chain(native, onednn_ins, onednn_outs)
         else:
-            native.execute(stream, kept, outs)
+            native.execute(stream, onednn_ins, onednn_outs)
+        self._write_left_out(kept, outs)
+
+    def _onednn_tensors(self, tensors: list[_core.Tensor], port_ids: set[int],
+                        role: str) -> list[_core.Tensor]:
+        """The Tensors oneDNN runs on for the user's `tensors`, as ``_onednn_side``
+        maps logical tensors: the view of a cropped tensor's memory at its offset."""
+        self._check_cropped_given(role, {t.logical_tensor.id for t in tensors}, "execute", "tensor")
+        result = []
+        for t in tensors:
+            lt = t.logical_tensor
+            views = [v for v in self._views if v.full.id == lt.id]
+            if not views or lt.id in port_ids:
+                result.append(t)
+            if views:
+                compiled = self._full[lt.id]
+                if (lt.dtype, lt.shape, lt.strides) != (compiled.dtype, compiled.shape, compiled.strides):
+                    raise ValueError(f"execute: {role} tensor with id {lt.id} has a dtype, shape or "
+                                     "strides other than the compiled ones")
+            for v in views:
+                result.append(_core.Tensor(self._view_lts[v.id], self._engine, v.array(t.array)))
+        return result
+
+    def _check_cropped_given(self, role: str, ids: set[int], where: str, what: str) -> None:
+        """A ValueError unless `ids` hold each cropped tensor of `role` (oneDNN would
+        only name its view's id)."""
+        for v in self._views:
+            if v.is_output == (role == "output") and v.full.id not in ids:
+                raise ValueError(f"{where}: expected an {role} {what} with id {v.full.id}")
+
+    def _write_left_out(self, inputs: list[_core.Tensor], outputs: list[_core.Tensor]) -> None:
+        """Complete each cropped output: the positions its op left out (``_View``)."""
+        arrays = {t.logical_tensor.id: t.array for t in inputs + outputs}
+        for v in self._views:
+            if v.is_output:
+                v.write_left_out(arrays[v.full.id], None if v.bias_id is None else arrays[v.bias_id])
 
     def _tensor_for(self, t: _core.Tensor) -> _core.Tensor:
         lt = self._output_for(t.logical_tensor)
@@ -414,6 +634,11 @@ class CompiledPartition:
         # The shape input differs from what was compiled: the input wins, so
         # compile again with its values.
         rebuilt = _Native(n.source, [int(v) for v in values])
+        if n.view is not None or rebuilt.view is not None:
+            raise UnsupportedError(
+                f"{n.source.kind} op {n.source.id}: its shape input holds {tuple(values)}, not the "
+                f"{n.shape_name} it was compiled with, and the op runs on a view of a tensor whose "
+                "crop depends on it; give the attribute (or the output shape) the input holds")
         graph = _core.Graph(self._partition.engine_kind, self._partition._fpmath_mode)
         graph.add_op(rebuilt.op)
         graph.finalize()
