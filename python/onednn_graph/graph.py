@@ -406,6 +406,11 @@ class Partition:
         self._native, self._ops, self._fpmath_mode = native, ops, fpmath_mode
         self._hidden = {n.shape_input.id: n for n in ops if n.shape_input is not None}
         self._views = {n.view.id: n.view for n in ops if n.view is not None}
+        # oneDNN's ports that are another logical tensor for the user: views (_View), and
+        # the legacy op's output described in the current weights format.
+        self._shown = {v.id: v.user_port() for v in self._views.values()}
+        self._shown.update({n.op.outputs[0].id: n.source.outputs[0] for n in ops
+                            if n.source.kind == _registry.LEGACY.kind})
 
     id = property(lambda self: self._native.id)
     is_supported = property(lambda self: self._native.is_supported)
@@ -422,8 +427,8 @@ class Partition:
         return self._users(self._native.output_ports)
 
     def _users(self, ports: list[_core.LogicalTensor]) -> list[_core.LogicalTensor]:
-        """oneDNN's `ports` with each view (``_View``) shown as the user's tensor, once."""
-        shown = [self._views[p.id].user_port() if p.id in self._views else p for p in ports]
+        """oneDNN's `ports` as the user's logical tensors (``_shown``), each once."""
+        shown = [self._shown.get(p.id, p) for p in ports]
         return list({lt.id: lt for lt in reversed(shown)}.values())[::-1]
 
     def compile(self, inputs: Sequence[_core.LogicalTensor], outputs: Sequence[_core.LogicalTensor],
