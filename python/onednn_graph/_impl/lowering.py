@@ -20,16 +20,30 @@ feature is still a gap there (docs/onednn-3.13.md):
   ``pad_l >= 0 && pad_r + str > 0``), and even within that, a negative
   ``pads_end`` is not safe: its jit_avx2_1x1_convolution_bwd_weights wrote past
   a buffer (valgrind: invalid write; then heap corruption) for a 1x1 kernel,
-  strides (3, 2) and pads_end (-2, -1). So the package never hands oneDNN a
-  negative pad. The leading and trailing positions of the ConvTranspose-
+  strides (3, 2) and pads_end (-2, -1). Handed ConvolutionBackwardData's
+  negative pads_end as it is (oneDNN's own CI input v3.2 conv_bwd_d_2d.json:
+  1x1 kernel, strides 2, pads_end -1), 3.2 computed f32 right on 800 random
+  geometries (1-3 spatial axes, dilations 1-2, kernels 1-3, strides 2-3, floor
+  slack, both formats; jit, brgconv_strided, jit_1x1 and gemm kernels) on AVX-512
+  and 200 capped at AVX2, and valgrind (whose CPU is AVX2's) found no invalid
+  access in oneDNN on 200 of them and the file's case; but its bf16 kernel
+  jit_bf16:avx512_core_bf16 (AMD Zen 4) segfaults where pads_end and the floor's
+  slack leave more than a stride past the last window (1-D: kernel 3, strides 3,
+  pads_begin 1, pads_end -2, a diff_src of 21 positions whose last 4 no window
+  reaches; tests/native/test_negative_pads.py), where the cropped view runs. So
+  the package never hands oneDNN a negative pad, for any op or dtype (it would
+  not know which kernel a CPU dispatches to). The leading and trailing positions of the ConvTranspose-
   geometry tensor (dst of ConvTranspose, diff_src of ConvolutionBackwardData,
   diff_dst of the ConvTranspose backward ops) outside
   ``[0, strides*(X-1) + dilations*(K-1) + 1)`` lie outside every kernel window,
   so the op runs on a view that leaves out just enough of them
   (``NativeOp.crop``) to make both pads >= 0: the backward ops never read them,
-  and the left-out outputs are the bias (or zero), which ``_impl.call`` writes. When
+  and the left-out outputs are the bias (or zero), which the package writes: on
+  arrays ``_impl.call``, in a partition ``graph`` (the view is a strided logical
+  tensor of its own there, ``graph._View``). When
   no position is left, no kernel window reaches the output at all: the result
-  is the bias or zeros, written without oneDNN (``NativeOp.unreached``).
+  is the bias or zeros, written without oneDNN (``NativeOp.unreached``; the
+  functional API only: a partition refuses it).
 * ConvolutionBackwardData with groups > 1 (3.2 builds a partition that fails to
   compile): it is a ConvTranspose of diff_dst over the same weights memory,
   OIX read as IOX and XIO as XOI, with ``pads_end`` chosen so the output has
