@@ -32,8 +32,8 @@ feature is still a gap there (docs/onednn-3.13.md):
   pads_begin 1, pads_end -2, a diff_src of 21 positions whose last 4 no window
   reaches; tests/native/test_negative_pads.py), where the cropped view runs. So
   the package never hands oneDNN a negative pad, for any op or dtype (it would
-  not know which kernel a CPU dispatches to). The leading and trailing positions of the ConvTranspose-
-  geometry tensor (dst of ConvTranspose, diff_src of ConvolutionBackwardData,
+  not know which kernel a CPU dispatches to). The leading and trailing positions
+  of the ConvTranspose-geometry tensor (dst of ConvTranspose, diff_src of ConvolutionBackwardData,
   diff_dst of the ConvTranspose backward ops) outside
   ``[0, strides*(X-1) + dilations*(K-1) + 1)`` lie outside every kernel window,
   so the op runs on a view that leaves out just enough of them
