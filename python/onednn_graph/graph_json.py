@@ -268,15 +268,39 @@ def strided_span(shape: Sequence[int], strides: Sequence[int]) -> int:
 
 
 def memory_limit() -> tuple[int, str]:
-    """The most bytes one case may take, and how to say it: the machine's physical
-    memory, or where the system does not say, what int64 (oneDNN's sizes) counts."""
+    """The most bytes one tensor or case may take, and how to say it: this machine's
+    physical memory, or less where the process's address space is limited (``ulimit
+    -v``: NumPy then raises MemoryError); at most what int64 (oneDNN's sizes) counts."""
+    limits = [(_INT64_MAX, "2**63-1 bytes (oneDNN's sizes are int64)")]
+    physical = _physical_memory()
+    if physical:
+        limits.append((physical, f"this machine's {byte_count(physical)} of memory"))
+    address_space = _address_space_limit()
+    if address_space:
+        limits.append((address_space, f"this process's address space limit of "
+                                       f"{byte_count(address_space)} (ulimit -v)"))
+    return min(limits)
+
+
+def byte_count(n: int) -> str:
+    """'25276510208 bytes (23.5 GiB)': exact, and readable."""
+    return f"{n} bytes ({n / 2**30:.1f} GiB)"
+
+
+def _physical_memory() -> Optional[int]:
     try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") or None
     except (AttributeError, ValueError, OSError):  # no sysconf (Windows), or no such name
-        physical = -1
-    if 0 < physical < _INT64_MAX:
-        return physical, f"this machine's {physical} bytes ({physical / 2**30:.1f} GiB) of memory"
-    return _INT64_MAX, "2**63-1 bytes (oneDNN's sizes are int64)"
+        return None
+
+
+def _address_space_limit() -> Optional[int]:
+    try:
+        import resource  # POSIX only
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, AttributeError, ValueError, OSError):
+        return None
+    return None if soft == resource.RLIM_INFINITY or soft <= 0 else soft
 
 
 def _dims(values: list[int]) -> Any:
