@@ -151,15 +151,41 @@ def _bytes_needed(lt: Any, checked: bool) -> int:
     return array + (_REFERENCE_COPIES * 8 * math.prod(lt.shape) if checked else 0)
 
 
+def _available_memory() -> Optional[int]:
+    """Bytes the system can hand out now without swapping (Linux's MemAvailable);
+    None where it does not say."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def memory_limit() -> tuple[int, str]:
+    """The most bytes a case's arrays may take: what the machine holds (the reader's
+    limit) or, when less, what is available now. The runner fills every array, so
+    Linux hands out the pages and, past what is available, its OOM killer ends the
+    run (or another process) instead of NumPy raising MemoryError."""
+    limit = _graph_json.memory_limit()
+    available = _available_memory()
+    if available is not None and available < limit[0]:
+        return available, (f"the {_graph_json.byte_count(available)} of memory available "
+                           "on this machine now")
+    return limit
+
+
 def check_memory(graph: _graph.Graph, checked: bool = True) -> None:
     """ValueError, before anything is allocated, when the arrays of `graph` (with
-    `checked`, also their float64 reference copies) need more bytes than this
-    machine has: after --in-shapes a case can be far bigger than its file, and
-    NumPy's MemoryError would end the run."""
+    `checked`, also their float64 reference copies) need more bytes than
+    memory_limit(): after --in-shapes a case can be far bigger than its file, and
+    NumPy's MemoryError, or the OOM killer, would end the run."""
     lts = {t.id: t for op in graph.ops for t in op.inputs + op.outputs}
     needed = {tid: _bytes_needed(lt, checked) for tid, lt in lts.items()}
     total = sum(needed.values())
-    limit, limit_text = _graph_json.memory_limit()
+    limit, limit_text = memory_limit()
     if total > limit:
         tid = max(needed, key=lambda i: needed[i])
         lt = lts[tid]
