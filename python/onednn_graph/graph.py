@@ -400,7 +400,9 @@ def _in_dependency_order(partitions: list["Partition"]) -> list["Partition"]:
 
 
 class Partition:
-    """A partition of a Graph, with the spec's ports (hidden shape inputs included)."""
+    """A partition of a Graph, with the spec's ports (hidden shape inputs included): the
+    user's logical tensors, where oneDNN has a view of one (a cropped op's, ``_View``) or
+    the legacy op's output in the current weights format."""
 
     def __init__(self, native: _core.Partition, ops: list[_Native], fpmath_mode: str = "strict") -> None:
         self._native, self._ops, self._fpmath_mode = native, ops, fpmath_mode
@@ -455,6 +457,10 @@ class CompiledPartition:
     Where this CPU's oneDNN has no bf16/f16 kernel for an op of the partition, or
     only its reference kernel (``_impl.kernels``), the partition runs in f32 between
     oneDNN TypeCasts (``_as_f32.Chain``), on the same tensors.
+
+    A cropped op (``_View``) is compiled for the view of the user's logical tensor and
+    runs on the view of the user's memory; ``execute`` then writes the positions its
+    output leaves out (zeros, or ConvTranspose's bias), and only those.
     """
 
     def __init__(self, partition: Partition, inputs: list[_core.LogicalTensor],
