@@ -25,10 +25,10 @@ from typing import Any, Callable, Optional, Sequence, TypeVar, Union
 import numpy as np
 
 from . import _core, shapes
-from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, call as _call,
-                    casts as _casts, dtypes as _dtypes, json_format as _json_format,
-                    kept_apart as _kept_apart, kernels as _kernels, lowering as _lowering,
-                    plan as _plan, registry as _registry, version as _version)
+from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, casts as _casts,
+                    dtypes as _dtypes, json_format as _json_format, kept_apart as _kept_apart,
+                    kernels as _kernels, lowering as _lowering, plan as _plan,
+                    registry as _registry, version as _version)
 from .errors import Error, UnsupportedError
 
 __all__ = ["Op", "Graph", "Partition", "CompiledPartition", "Tensor", "LogicalTensor", "Engine",
@@ -148,8 +148,12 @@ class _View:
                                    _arrays.dense_strides(self.full_shape), "strided", lt.property)
 
     def array(self, full: np.ndarray) -> np.ndarray:
-        """The view of the user's array `full` that the op reads or writes."""
-        return _call.crop(full, self.data_format, self.crop)
+        """The view of the user's array `full` that the op reads or writes (as
+        ``_impl.call.crop`` makes it for the functional API, a layer above this one)."""
+        index: list[slice] = [slice(None)] * full.ndim
+        for axis, (lead, trail) in zip(_arrays.spatial_axes(self.data_format, full.ndim), self.crop):
+            index[axis] = slice(lead, full.shape[axis] - trail)
+        return full[tuple(index)]
 
     def write_left_out(self, full: np.ndarray, bias: Optional[np.ndarray]) -> None:
         """Write the positions of output `full` that the op left out: outside every kernel
