@@ -88,11 +88,20 @@ def test_onednn_refusals_exit_1(capsys, monkeypatch, error, status):
 
 
 def test_a_case_the_graph_path_cannot_run_exits_1(capsys):
-    # output_padding >= strides + pads_end: the functional API runs it on a view,
-    # a partition cannot (see README); the driver reports UNSUPPORTED, not bad input.
-    status, out, _ = run(capsys, "run", "--op-attrs", "0:output_padding:3x3*pads_end:0x0",
+    # No kernel window reaches the output (pads_begin 11 past the full 11 positions): the
+    # functional API returns zeros without oneDNN, a partition has nothing to run it as
+    # (see README); the driver reports UNSUPPORTED, not bad input.
+    status, out, _ = run(capsys, "run", "--op-attrs", "0:pads_begin:11x11*pads_end:-3x-3",
                          str(FIXTURES / "deconv_small.json"))
     assert status == cli.EXIT_FAIL and out.startswith("0:UNSUPPORTED"), out
+
+
+def test_a_case_that_runs_on_a_view_passes(capsys):
+    # output_padding >= strides + pads_end: the partition runs on a view without the
+    # positions outside every kernel window (graph._View), as the functional API does.
+    status, out, _ = run(capsys, "run", "--op-attrs", "0:output_padding:3x3*pads_end:0x0",
+                         str(FIXTURES / "deconv_small.json"))
+    assert status == 0 and out.startswith("0:PASS") and "on a view" in out, out
 
 
 @pytest.mark.parametrize("argv, words", [
