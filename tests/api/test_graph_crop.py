@@ -276,6 +276,25 @@ def test_ops_after_a_cropped_output_run_after_it(rng):
     np.testing.assert_array_equal(buffers[11], np.maximum(buffers[10], 0))
 
 
+def test_an_epilogue_after_a_cropped_output_passes_in_the_driver(rng, tmp_path, dtype):
+    # ConvTranspose (pads_end -1) -> BiasAdd -> ReLU, a pattern oneDNN fuses into one
+    # partition when nothing is cropped: here the epilogue runs in partitions of its own
+    # (so benchdnn's default --expected-n-partitions 1 would not hold), checked at the
+    # graph's output against the whole graph's reference.
+    arrays, kw, y_shape = problem(rng, CT, "NXC", 2, dtype, CROPS["negative-pads_end"])
+    lts = [og.LogicalTensor(i, dtype, a.shape) for i, a in enumerate(arrays)]
+    y, z, r = (og.LogicalTensor(i, dtype, y_shape) for i in (10, 11, 12))
+    graph = og.Graph()
+    graph.add_op(og.Op(0, CT, lts, [y], kw))
+    graph.add_op(og.Op(1, "BiasAdd", [y, og.LogicalTensor(13, dtype, (5,))], [z], {"data_format": "NXC"}))
+    graph.add_op(og.Op(2, "ReLU", [z], [r]))
+    path = tmp_path / "fused.json"
+    og.save_graph(graph, path)
+    outcome = cli.run_case(cli.Case(str(path), expected_n_partitions="0"), "correctness", 1, 0)
+    assert outcome.status == "PASS", outcome.message
+    assert outcome.result.partitions > 1
+
+
 def test_a_cropped_input_is_read_through_a_view_where_another_op_made_it(rng):
     # ReLU -> ConvTransposeBackwardData whose diff_dst is cropped (output_padding past the
     # windows): the op reads a view of the ReLU's result, after the ReLU ran.
