@@ -187,6 +187,22 @@ class _Reader:
         except (TypeError, ValueError) as exc:
             self.fail(field, f"{op}: {exc}")
 
+    def dataflow(self, ops: list[_graph.Op]) -> None:
+        """Refuse a tensor that two ops write, and ops that read their own results
+        through a cycle: oneDNN only says it "could not finalize the graph", and the
+        package's own passes over a graph (e.g. kept_apart's) assume neither."""
+        writer: dict[int, int] = {}  # tensor id -> position of the op that writes it
+        for i, op in enumerate(ops):
+            for k, t in enumerate(op.outputs):
+                if writer.setdefault(t.id, i) != i:
+                    self.fail(f"graph[{i}].outputs[{k}].id", f"tensor {t.id} is written by "
+                              f"op {ops[writer[t.id]].id} too")
+        cycle = _cycle(ops, writer)
+        if cycle:
+            chain = " -> ".join(f"op {ops[i].id}" for i in cycle + cycle[:1])
+            self.fail(f"graph[{cycle[0]}]", f"{chain} form a cycle: each reads a tensor the "
+                      "one before it writes")
+
     def op(self, obj: Any, field: str) -> _graph.Op:
         if not _is(obj, dict):
             self.fail(field, "expected an object")
@@ -259,6 +275,33 @@ def _overlapping_axis(shape: list[int], strides: list[int]) -> Optional[tuple[in
     return None
 
 
+def _cycle(ops: list[_graph.Op], writer: dict[int, int]) -> list[int]:
+    """Positions of ops that form a cycle, each reading a tensor the one before it
+    writes (`writer`: tensor id -> position of its op); [] when there is none."""
+    before = [sorted({writer[t.id] for t in op.inputs if t.id in writer}) for op in ops]
+    after: list[list[int]] = [[] for _ in ops]
+    for j, earlier in enumerate(before):
+        for i in earlier:
+            after[i].append(j)
+    waiting = [len(earlier) for earlier in before]
+    ready = [j for j, n in enumerate(waiting) if n == 0]
+    while ready:  # Kahn's order: what remains is a cycle or downstream of one
+        for j in after[ready.pop()]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                ready.append(j)
+    if not any(waiting):
+        return []
+    # every op left reads from another op left: walk back until one repeats
+    path, at = [], next(j for j, n in enumerate(waiting) if n)
+    while at not in path:
+        path.append(at)
+        at = next(i for i in before[at] if waiting[i])
+    cycle = path[path.index(at):][::-1]
+    first = cycle.index(min(cycle))  # told from the op the file lists first
+    return cycle[first:] + cycle[:first]
+
+
 def strided_span(shape: Sequence[int], strides: Sequence[int]) -> int:
     """Elements from a strided tensor's first to its last, both included (0 when
     it has none): the length of the buffer that holds it."""
@@ -329,11 +372,13 @@ def from_json(doc: dict, source: str = "<dict>") -> _graph.Graph:
     except (TypeError, ValueError) as exc:
         r.fail("fpmath_mode", str(exc))
     seen: set[int] = set()
+    read: list[_graph.Op] = []
     for i, obj in enumerate(ops):
         op = r.op(obj, f"graph[{i}]")
         if op.id in seen:
             r.fail(f"graph[{i}].id", f"op id {op.id} appears twice")
         seen.add(op.id)
+        read.append(op)
         try:
             graph.add_op(op)
         except (TypeError, ValueError) as exc:
@@ -342,6 +387,7 @@ def from_json(doc: dict, source: str = "<dict>") -> _graph.Graph:
                    else f"{op.kind} op {op.id}: {message}")
         # onednn_graph.Error (e.g. UnsupportedError) propagates: the file is
         # fine, the linked oneDNN cannot take the op; its message names the op.
+    r.dataflow(read)
     ids = {t.id for op in graph.ops for t in op.inputs + op.outputs}
     for key in ("input_ports", "output_ports"):
         for j, port in enumerate(r.int_list(doc.get(key, []), key)):
