@@ -29,6 +29,7 @@ from typing import Any, NoReturn, Optional, Sequence, Union
 
 
 from . import _core, _impl, graph as _graph
+from .errors import Error, UnsupportedError
 from ._impl import dtypes as _dtypes, graph_reference as _graph_reference, registry as _registry
 from ._impl.arrays import dense_strides
 from ._impl.json_format import (FORMAT_VERSION, LT_FIELDS, UNKNOWN_DIM, attr_types, document,
@@ -237,6 +238,11 @@ def _is(value: Any, kind: type) -> bool:
     return isinstance(value, kind)
 
 
+#: oneDNN's statuses when its schema of an op refuses what a file gives the op (a
+#: missing output, an input too many, an attribute value out of its set): bad input,
+#: which oneDNN reports without naming the op.
+_REFUSED_OPS = ("invalid_graph_op", "invalid_arguments")
+
 _KIND_NAMES = {int: "an int64", str: "a string", list: "a list", dict: "an object"}
 
 
@@ -385,8 +391,11 @@ def from_json(doc: dict, source: str = "<dict>") -> _graph.Graph:
             message = str(exc)
             r.fail(f"graph[{i}]", message if message.startswith(op.kind)
                    else f"{op.kind} op {op.id}: {message}")
-        # onednn_graph.Error (e.g. UnsupportedError) propagates: the file is
-        # fine, the linked oneDNN cannot take the op; its message names the op.
+        except Error as exc:
+            if isinstance(exc, UnsupportedError) or exc.status not in _REFUSED_OPS:
+                raise  # the file is fine, the linked oneDNN cannot take the op
+            r.fail(f"graph[{i}]", f"{op.kind} op {op.id}: oneDNN refuses the op as written "
+                   f"(its inputs, outputs or attributes): {exc}")
     r.dataflow(read)
     ids = {t.id for op in graph.ops for t in op.inputs + op.outputs}
     for key in ("input_ports", "output_ports"):
@@ -415,8 +424,11 @@ def load_graph(path_or_dict: PathOrDict) -> _graph.Graph:
     ------
     ValueError
         For an unknown version, op kind or attribute, a wrong attribute type
-        or a malformed field; the message names the file and the field
-        (e.g. ``case.json: graph[0].attrs.paddings: unknown attribute``).
+        or a malformed field, a tensor layout whose elements overlap or that
+        this machine cannot hold, quantization attributes the reference cannot
+        take, a tensor two ops write, ops in a cycle, or an op oneDNN refuses as
+        written; the message names the file and the field (e.g. ``case.json:
+        graph[0].attrs.paddings: unknown attribute``).
 
     Examples
     --------

@@ -4,7 +4,8 @@
   scale of 0 or NaN; the check after the run could only say "scales must be finite
   and > 0");
 * the data flow: a tensor two ops write, and ops in a cycle (oneDNN only says "could
-  not finalize the graph"; the package's kept_apart pass looped forever on a cycle).
+  not finalize the graph"; the package's kept_apart pass looped forever on a cycle);
+* an op oneDNN's schema refuses (an output missing): oneDNN's message names no op.
 """
 
 import math
@@ -67,3 +68,13 @@ def test_a_tensor_written_twice_or_a_cycle_is_refused(links, words):
     with pytest.raises(ValueError) as info:
         og.load_graph(_chain(*links))
     assert str(info.value) == f"<dict>: {words}"
+
+
+def test_an_op_onednn_refuses_as_written_is_bad_input_naming_it():
+    doc = _chain((3, 0, 1))
+    doc["graph"][0]["outputs"] = []
+    with pytest.raises(ValueError) as info:
+        og.load_graph(doc)
+    assert str(info.value) == (
+        "<dict>: graph[0]: ReLU op 3: oneDNN refuses the op as written (its inputs, outputs "
+        "or attributes): could not add op to the graph (oneDNN status: invalid_graph_op)")
