@@ -42,6 +42,11 @@ _impl.export(__name__, to_json, document, op_json)
 # Format versions this reader knows: the Graph API preview (0.x) and oneDNN 3.x.
 _KNOWN_MAJORS = (0, 3)
 
+#: oneDNN's statuses when its schema of an op refuses what a file gives the op (a
+#: missing output, an input too many, an attribute value out of its set): bad input,
+#: which oneDNN reports without naming the op.
+_REFUSED_OPS = ("invalid_graph_op", "invalid_arguments")
+
 PathOrDict = Union[str, "os.PathLike[str]", dict]
 
 
@@ -237,11 +242,6 @@ def _is(value: Any, kind: type) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     return isinstance(value, kind)
 
-
-#: oneDNN's statuses when its schema of an op refuses what a file gives the op (a
-#: missing output, an input too many, an attribute value out of its set): bad input,
-#: which oneDNN reports without naming the op.
-_REFUSED_OPS = ("invalid_graph_op", "invalid_arguments")
 
 _KIND_NAMES = {int: "an int64", str: "a string", list: "a list", dict: "an object"}
 
