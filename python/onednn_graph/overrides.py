@@ -40,6 +40,7 @@ change) take it, and ConvTransposeBackwardData's weights never do.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Optional, Union
@@ -430,6 +431,20 @@ def _check_ids(graph: _graph.Graph, in_shapes: dict[int, InShape], op_attrs: dic
                              f"op only, not into {kind}")
 
 
+def _output_lt(kind: str, op_id: int, t: Any, shape: Any, dtype: str, prop: str) -> Any:
+    """Output `t` with its derived `shape`, keeping its axis order (its tag)."""
+    if shape is not None and t.shape is not None and tuple(shape) == tuple(t.shape):
+        return _relayout(t, shape, t.strides, dtype, prop)
+    if shape is not None and (any(d < 1 for d in shape) or math.prod(shape) >= 2**63):
+        raise ValueError(f"{kind} op {op_id}: output tensor {t.id} would have shape "
+                         f"{tuple(shape)}: every dimension must be >= 1 and the size below "
+                         "2**63")
+    order = axis_order(t.shape, t.strides)
+    strides = None if shape is None else dense_strides(
+        shape, order if len(order) == len(shape) else list(range(len(shape))))
+    return _relayout(t, shape, strides, dtype, prop)
+
+
 def apply(graph: _graph.Graph, in_shapes: Optional[dict[int, InShape]] = None,
           op_attrs: Optional[dict[int, dict[str, str]]] = None,
           dt: Union[None, str, dict[int, str]] = None, *, mb: int = 0,
@@ -495,11 +510,7 @@ def apply(graph: _graph.Graph, in_shapes: Optional[dict[int, InShape]] = None,
                 raise ValueError(f"{kind} op {op.id}: output tensor {t.id} has shape "
                                  f"{tuple(t.shape)}, but its inputs and attributes give "
                                  f"{shape}")
-            same = t.shape is not None and shape is not None and tuple(shape) == tuple(t.shape)
-            order = axis_order(t.shape, t.strides)
-            strides = t.strides if same else None if shape is None else dense_strides(
-                shape, order if len(order) == len(shape) else list(range(len(shape))))
-            outputs.append(_relayout(t, shape, strides, dtype_of(t), property_of(t)))
+            outputs.append(_output_lt(kind, op.id, t, shape, dtype_of(t), property_of(t)))
         for t in outputs:
             known[t.id] = t
         out.add_op(_graph.Op(op.id, kind, inputs, outputs, attrs, op.name))

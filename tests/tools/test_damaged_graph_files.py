@@ -406,17 +406,10 @@ def names_what_is_wrong(message, path, doc):
                for kind, n in _NAMED_ID.findall(message))
 
 
-def _derived_strides_refused(message):
-    # overrides.apply gives an output whose shape has an unknown (-1) or zero dim the
-    # dense strides of that shape, which LogicalTensor refuses without naming a tensor.
-    return re.fullmatch(r"LogicalTensor: strides must be >= 1, got -?\d+", message) is not None
-
-
 def _computed_past_int64(message):
     # pybind11 refuses a number past int64 that the package computed itself (the reader
     # refuses such numbers in a file): ids above the largest in use for the ops that
-    # _impl/as_f32.widen and Graph.finalize add (past int64 when a file uses 2**63-1),
-    # or an output shape overrides.apply derives from a huge attribute (dilations 2**63-1).
+    # _impl/as_f32.widen and Graph.finalize add (past int64 when a file uses 2**63-1).
     head, _, invoked = message.partition("\nInvoked with: ")
     return head.startswith("__init__(): incompatible constructor arguments") and \
         any(int(n) > 2**63 - 1 for n in re.findall(r"\d+", invoked))
@@ -424,7 +417,7 @@ def _computed_past_int64(message):
 
 #: BAD INPUT messages that name nothing, from defects outside the reader (reported with
 #: issue 29, left to their modules): allowed until fixed, then delete the line.
-KNOWN_UNNAMED = (_derived_strides_refused, _computed_past_int64)
+KNOWN_UNNAMED = (_computed_past_int64,)
 
 
 def _known_unnamed(message):
@@ -440,7 +433,7 @@ def test_names_what_is_wrong():
     assert not names_what_is_wrong("op 3: tensor 8 needs a known shape", "a.json", doc)
     assert not names_what_is_wrong("a.json: could not allocate", "a.json", doc)
     assert not names_what_is_wrong("'NoneType' object is not subscriptable", "a.json", doc)
-    assert _known_unnamed("LogicalTensor: strides must be >= 1, got -48")
+    assert not _known_unnamed("LogicalTensor: strides must be >= 1, got -48")  # fixed: names the op
     assert _known_unnamed("__init__(): incompatible constructor arguments. The following ...\n"
                           "\nInvoked with: 9223372036854775808, 'TypeCast'")
     assert not _known_unnamed("__init__(): incompatible constructor arguments. The following ...\n"

@@ -208,3 +208,12 @@ def test_per_channel_quantization_follows_its_axis():
     attrs = dict(qtype="per_channel", axis=1, scales=[1.0, 2.0], zps=[3, 4])
     ov._per_channel("Dequantize", attrs, (2, 5, 3, 3))
     assert attrs["scales"] == [1.0, 2.0, 1.0, 2.0, 1.0] and attrs["zps"] == [3, 4, 0, 0, 0]
+
+
+def test_a_derived_output_that_cannot_exist_names_the_op():
+    # strides of 2**61 give an output past int64: refused naming the op and tensor,
+    # before pybind11 refuses the number without naming anything
+    with pytest.raises(ValueError, match=r"ConvTranspose op 0: output tensor 2 would have shape "
+                                         r"\(1, 6, \d+, \d+\): every dimension must be >= 1 "
+                                         r"and the size below 2\*\*63"):
+        ov.apply(_graph(), op_attrs={0: {"strides": f"{2**61}x{2**61}"}})
