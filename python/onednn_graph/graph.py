@@ -148,23 +148,13 @@ class _View:
                                    _arrays.dense_strides(self.full_shape), "strided", lt.property)
 
     def array(self, full: np.ndarray) -> np.ndarray:
-        """The view of the user's array `full` that the op reads or writes (as
-        ``_impl.call.crop`` makes it for the functional API, a layer above this one)."""
-        index: list[slice] = [slice(None)] * full.ndim
-        for axis, (lead, trail) in zip(_arrays.spatial_axes(self.data_format, full.ndim), self.crop):
-            index[axis] = slice(lead, full.shape[axis] - trail)
-        return full[tuple(index)]
+        """The view of the user's array `full` that the op reads or writes."""
+        return _arrays.crop(full, self.data_format, self.crop)
 
     def write_left_out(self, full: np.ndarray, bias: Optional[np.ndarray]) -> None:
         """Write the positions of output `full` that the op left out: outside every kernel
         window, they are the bias (ConvTranspose with one), or zeros."""
-        value = np.zeros((), full.dtype) if bias is None else (
-            bias if self.data_format == "NXC" else bias.reshape(bias.shape + (1,) * (full.ndim - 2)))
-        for axis, (lead, trail) in zip(_arrays.spatial_axes(self.data_format, full.ndim), self.crop):
-            for ends in (slice(0, lead), slice(full.shape[axis] - trail, None)):
-                index: list[Any] = [slice(None)] * full.ndim
-                index[axis] = ends
-                full[tuple(index)] = value
+        _arrays.fill_cropped(full, self.data_format, self.crop, bias)
 
 
 def _next_free_id(lts: Sequence[_core.LogicalTensor]) -> Callable[[], int]:

@@ -15,7 +15,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import shapes
-from onednn_graph._impl import (as_f32 as _as_f32, call as _call, casts as _casts,
+from onednn_graph._impl import (arrays as _arrays, as_f32 as _as_f32, casts as _casts,
                                 compiled as _compiled,
                                 kernels as _kernels, lowering as _lowering, support as _support)
 from onednn_graph._impl.dtypes import dtype_name
@@ -47,9 +47,9 @@ def _native_op(p):
     index = _lowering.geometry_tensor(p.case.kind) if way.crop else None
     target = out
     if index is not None and index >= 0:
-        arrays[index] = _call.crop(arrays[index], p.case.data_format, way.crop)
+        arrays[index] = _arrays.crop(arrays[index], p.case.data_format, way.crop)
     elif index is not None:
-        target = _call.crop(out, p.case.data_format, way.crop)
+        target = _arrays.crop(out, p.case.data_format, way.crop)
     return way, arrays, out, target
 
 
@@ -79,7 +79,7 @@ def test_the_chain_computes_every_op(kind, dtype, data_format, geometry):
     assert result.ok, str(result)
     # The native form of the chain (a cached call's) runs the same partitions: equal.
     again = np.full_like(out, np.nan)
-    view = _call.crop(again, data_format, way.crop) if target is not out else again
+    view = _arrays.crop(again, data_format, way.crop) if target is not out else again
     call = chain.direct_call(target.shape, target.dtype)
     assert call.run(_compiled.stream(), arrays, view) is view
     np.testing.assert_array_equal(again, out)
@@ -196,7 +196,7 @@ def test_a_chain_runs_its_batch_in_parts(rng, kind, data_format):
     result = _support._check(p, out)
     assert result.ok, str(result)
     again = np.full_like(out, np.nan)
-    view = _call.crop(again, data_format, way.crop) if target is not out else again
+    view = _arrays.crop(again, data_format, way.crop) if target is not out else again
     call = chain.direct_call(target.shape, target.dtype)
     assert call.run(_compiled.stream(), arrays, view) is view
     np.testing.assert_array_equal(again, out)

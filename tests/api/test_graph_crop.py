@@ -22,7 +22,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import cli, shapes
-from onednn_graph._impl import arrays as _arrays, call as _call, lowering as _lowering
+from onednn_graph._impl import arrays as _arrays, lowering as _lowering
 from onednn_graph._impl import registry as _registry
 from onednn_graph._impl.plan import plan_call
 from helpers import NUMPY, assert_call_matches_reference, random
@@ -121,7 +121,7 @@ def run_partitions(graph, arrays_by_id):
 def left_out(shape, data_format, crop):
     """The positions of a tensor of `shape` that a view without `crop` leaves out."""
     inside = np.zeros(shape, bool)
-    _call.crop(inside, data_format, crop)[...] = True
+    _arrays.crop(inside, data_format, crop)[...] = True
     return ~inside
 
 

@@ -142,6 +142,30 @@ def spatial_axes(data_format: str, ndim: int) -> range:
     return range(1, ndim - 1) if data_format == "NXC" else range(2, ndim)
 
 
+def crop(array: np.ndarray, data_format: str,
+         amounts: Sequence[tuple[int, int]]) -> np.ndarray:
+    """A view of `array` without the first and last `amounts[i]` positions of spatial
+    axis i (empty where they cover it): the tensor an op runs on when pads leave
+    positions outside every kernel window (``_lowering.NativeOp.crop``)."""
+    index = [slice(None)] * array.ndim
+    for axis, (lead, trail) in zip(spatial_axes(data_format, array.ndim), amounts):
+        index[axis] = slice(lead, max(array.shape[axis] - trail, lead))
+    return array[tuple(index)]
+
+
+def fill_cropped(target: np.ndarray, data_format: str, amounts: Sequence[tuple[int, int]],
+                 bias: Any = None) -> None:
+    """Write the positions of output `target` that `crop` leaves out: outside every
+    kernel window, they are ConvTranspose's `bias` (per channel), or zeros."""
+    value = np.zeros((), target.dtype) if bias is None else (
+        bias if data_format == "NXC" else bias.reshape(bias.shape + (1,) * (target.ndim - 2)))
+    for axis, (lead, trail) in zip(spatial_axes(data_format, target.ndim), amounts):
+        for ends in (slice(0, lead), slice(max(target.shape[axis] - trail, 0), None)):
+            index: list[Any] = [slice(None)] * target.ndim
+            index[axis] = ends
+            target[tuple(index)] = value
+
+
 def element_strides(array: np.ndarray) -> list[int]:
     """Strides in elements; axes of extent <= 1 get their C-contiguous stride
     (their stride is never used, and oneDNN rejects some odd values)."""

@@ -72,29 +72,14 @@ class Prepared:
         fmt = self.data_format
         if self.crop_input is not None:  # a backward op: drop diff_dst's unread tail
             inputs = list(inputs)
-            inputs[self.crop_input] = crop(inputs[self.crop_input], fmt, self.crop)
+            inputs[self.crop_input] = _arrays.crop(inputs[self.crop_input], fmt, self.crop)
             self.op.execute(inputs, target)
             return out
-        self.op.execute(inputs, crop(target, fmt, self.crop))
+        self.op.execute(inputs, _arrays.crop(target, fmt, self.crop))
         # The left-out outputs lie outside every kernel window: they are
         # ConvTranspose's bias, or zeros (its bias-less form, ConvolutionBackwardData).
-        bias = inputs[2] if len(inputs) > 2 else np.zeros((), self.dtype)
-        per_channel = bias if fmt == "NXC" else bias.reshape(bias.shape + (1,) * (target.ndim - 2))
-        for axis, (lead, trail) in zip(_arrays.spatial_axes(fmt, target.ndim), self.crop):
-            for ends in (slice(0, lead), slice(max(target.shape[axis] - trail, 0), None)):
-                index = [slice(None)] * target.ndim
-                index[axis] = ends
-                target[tuple(index)] = per_channel
+        _arrays.fill_cropped(target, fmt, self.crop, inputs[2] if len(inputs) > 2 else None)
         return out
-
-
-def crop(array: np.ndarray, data_format: str, amounts: Sequence[tuple[int, int]]) -> np.ndarray:
-    """A view of `array` without the first and last `amounts[i]` positions of spatial
-    axis i (empty where they cover it)."""
-    index = [slice(None)] * array.ndim
-    for axis, (lead, trail) in zip(_arrays.spatial_axes(data_format, array.ndim), amounts):
-        index[axis] = slice(lead, max(array.shape[axis] - trail, lead))
-    return array[tuple(index)]
 
 
 def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional[tuple] = None,
@@ -144,9 +129,9 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
         index = _lowering.geometry_tensor(cp.spec.kind)
         if index >= 0:
             crop_input = index
-            arrays[index] = crop(arrays[index], plan.attrs.data_format, way.crop)
+            arrays[index] = _arrays.crop(arrays[index], plan.attrs.data_format, way.crop)
         else:
-            target = crop(target, plan.attrs.data_format, way.crop)
+            target = _arrays.crop(target, plan.attrs.data_format, way.crop)
     constants = {constant: arrays[constant]} if constant is not None else None
     size = cp.size
     chosen_threads = threads is None
