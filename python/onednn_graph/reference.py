@@ -18,10 +18,11 @@ ConvTransposeBackwardWeights is the derivative of ConvTranspose with respect
 to ``W``.
 
 Python loops run only over kernel taps, and each tap is one matrix product
-(``np.matmul``, so BLAS) per group. The data are held channels last (``NXC``,
-C-contiguous): the positions a tap pairs form an ``(N*positions, C)`` matrix,
-which the forward ops multiply by the tap's ``(C, O)`` weights and the backward
-weights ops contract with the other operand's matrix of the same positions.
+(``np.matmul``, so BLAS) per group. The data are read channels last (``NXC``,
+C-contiguous): the positions a tap pairs form an ``(N*positions, C)`` matrix.
+The forward ops multiply it by the tap's ``(C, O)`` weights (as the transposed
+product ``(O, C) @ (C, N*positions)``, summed channels first), and the backward
+weights ops contract it with the other operand's matrix of the same positions.
 
 Inputs must share one floating dtype: float16, float32, bfloat16 (ml_dtypes),
 or float64 for tests. The result has that dtype. ConvTranspose also takes the int8
@@ -125,11 +126,11 @@ def _tap_windows(tap: Tuple[int, ...], geom: Sequence[Geom], count: Sequence[int
 
 
 def _per_tap(w: np.ndarray, groups: int) -> np.ndarray:
-    """Weights ``(g*A, B, *K)`` (IOX or OIX) as ``(*K, g, A, B)``: one ``(A, B)`` matrix
-    per kernel tap and group, contiguous so that BLAS reads each in place."""
+    """Weights ``(g*A, B, *K)`` (IOX or OIX) as a ``(*K, g, A, B)`` view: one ``(A, B)``
+    matrix per kernel tap and group."""
     nk = w.ndim - 2
     w = w.reshape(groups, w.shape[0] // groups, *w.shape[1:])  # (g, A, B, *K)
-    return np.ascontiguousarray(np.moveaxis(w, range(3, 3 + nk), range(nk)))
+    return np.moveaxis(w, range(3, 3 + nk), range(nk))
 
 
 def _from_per_tap(w_taps: np.ndarray) -> np.ndarray:
@@ -140,14 +141,18 @@ def _from_per_tap(w_taps: np.ndarray) -> np.ndarray:
 
 
 def _rows_times(rows: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Channels-last ``rows`` ``(..., g*C)`` times one tap's weights ``w`` ``(g, C, O)``,
-    group by group: ``(..., g, O)``, one matrix product per group."""
+    """Channels-last ``rows`` ``(..., g*C)`` times one tap's weights, ``w`` ``(g, O, C)``
+    C-contiguous, group by group, channels first: ``(g, O, ...)``."""
     lead = rows.shape[:-1]
-    g, c, o = w.shape
+    g, o, c = w.shape
     m = int(np.prod(lead))
-    # (g, M, C): a view whose every group is a strided matrix BLAS reads in place
-    by_group = np.ascontiguousarray(rows).reshape(m, g, c).transpose(1, 0, 2)
-    return np.matmul(by_group, w).transpose(1, 0, 2).reshape(*lead, g, o)
+    # (g, C, M): a view whose every group is a strided matrix BLAS reads in place
+    by_group = np.ascontiguousarray(rows).reshape(m, g, c).transpose(1, 2, 0)
+    # (O, C) @ (C, M) per group. In BLAS's column-major terms the M positions are the
+    # result's rows, which OpenBLAS splits between threads in contiguous blocks; the
+    # (M, C) @ (C, O) form gives the same numbers but ran 2-3x slower on two shared
+    # cores with O = 3 (conv_bwd_d_3d.json).
+    return np.matmul(w, by_group).reshape(g, o, *lead)
 
 
 def _rows_gram(a: np.ndarray, b: np.ndarray, groups: int) -> np.ndarray:
@@ -159,31 +164,39 @@ def _rows_gram(a: np.ndarray, b: np.ndarray, groups: int) -> np.ndarray:
     return np.matmul(a_t, b_g)
 
 
+_BOTH_CHANNEL_AXES = (slice(None), slice(None))  # the (g, O/g) axes of a channels-first sum
+
+
+def _as_channels_last(y: np.ndarray) -> np.ndarray:
+    """A ``(g, O/g, N, *spatial)`` sum as an ``(N, *spatial, O)`` view."""
+    return np.moveaxis(y.reshape(-1, *y.shape[2:]), 0, -1)
+
+
 def _convolution_nxc(x: np.ndarray, w_oix: np.ndarray, geom: Sequence[Geom], groups: int,
                      out_spatial: Sequence[int]) -> np.ndarray:
     """Forward convolution of channels-last ``x`` ``(N, *X, C)`` with ``(O, C/g, *K)`` weights:
     per tap, the positions ``p*s - pb + k*d`` read as rows times that tap's weights."""
-    w_taps = np.swapaxes(_per_tap(w_oix, groups), -1, -2)  # (*K, g, C/g, O/g)
-    g, o_per_g = w_taps.shape[-3], w_taps.shape[-1]
-    y = np.zeros((x.shape[0], *out_spatial, g, o_per_g))
+    w_taps = np.ascontiguousarray(_per_tap(w_oix, groups))  # (*K, g, O/g, C/g)
+    g, o_per_g = w_taps.shape[-3:-1]
+    y = np.zeros((g, o_per_g, x.shape[0], *out_spatial))  # channels first, as _rows_times gives
     for tap in _taps(w_oix.shape[2:]):
         at_p, at_q = _tap_windows(tap, geom, out_spatial, x.shape[1:-1])
-        y[at_p] += _rows_times(x[at_q], w_taps[tap])
-    return y.reshape(*y.shape[:-2], g * o_per_g)
+        y[_BOTH_CHANNEL_AXES + at_p] += _rows_times(x[at_q], w_taps[tap])
+    return _as_channels_last(y)
 
 
 def _conv_transpose_nxc(x: np.ndarray, w_iox: np.ndarray, geom: Sequence[Geom], groups: int,
                         out_spatial: Sequence[int]) -> np.ndarray:
     """ConvTranspose scatter of channels-last ``x`` ``(N, *X, C)`` with ``(C, O/g, *K)`` weights:
     per tap, the rows times that tap's weights added at the positions ``p*s - pb + k*d``."""
-    w_taps = _per_tap(w_iox, groups)  # (*K, g, C/g, O/g)
-    g, o_per_g = w_taps.shape[-3], w_taps.shape[-1]
-    y = np.zeros((x.shape[0], *out_spatial, g, o_per_g))
+    w_taps = np.ascontiguousarray(np.swapaxes(_per_tap(w_iox, groups), -1, -2))  # (*K, g, O/g, C/g)
+    g, o_per_g = w_taps.shape[-3:-1]
+    y = np.zeros((g, o_per_g, x.shape[0], *out_spatial))  # channels first, as _rows_times gives
     for tap in _taps(w_iox.shape[2:]):
         at_p, at_q = _tap_windows(tap, geom, x.shape[1:-1], out_spatial)
         # One tap sends distinct p to distinct q (s >= 1): no element is added twice.
-        y[at_q] += _rows_times(x[at_p], w_taps[tap])
-    return y.reshape(*y.shape[:-2], g * o_per_g)
+        y[_BOTH_CHANNEL_AXES + at_q] += _rows_times(x[at_p], w_taps[tap])
+    return _as_channels_last(y)
 
 
 def _geom(p: shapes.Plan) -> Tuple[Geom, ...]:
