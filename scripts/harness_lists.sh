@@ -9,14 +9,15 @@ set -uo pipefail
 inputs="$(cd "${1:?usage: $0 INPUTS [MODE]}" && pwd)"
 mode="${2:-correctness}"
 out="${OUT:-$(mktemp -d)}"
+mkdir -p "$out"
 lists="op/harness_f32_all op/harness_bf16_all op/harness_f16_all pattern/harness_f32_all
        pattern/harness_bf16_all pattern/harness_f16_all pattern/harness_int8_all"
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), oneDNN ISA $(python -c 'import onednn_graph as og; print(og.cpu_isa())')"
 echo
 echo "| oneDNN | list | exit | seconds | benchdnn's counts |"
 echo "| --- | --- | --- | --- | --- |"
-for version in "$inputs"/*/; do
-  version="$(basename "$version")"
+for version in $(ls "$inputs" | sort -V); do
+  [ -d "$inputs/$version" ] || continue
   for list in $lists; do
     [ -f "$inputs/$version/$list" ] || continue
     log="$out/${version}_${list//\//_}.txt"
