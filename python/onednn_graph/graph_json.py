@@ -197,6 +197,7 @@ class _Reader:
         """Refuse a tensor that two ops write, and ops that read their own results
         through a cycle: oneDNN only says it "could not finalize the graph", and the
         package's own passes over a graph (e.g. kept_apart's) assume neither."""
+        self.same_descriptions(ops)
         writer: dict[int, int] = {}  # tensor id -> position of the op that writes it
         for i, op in enumerate(ops):
             for k, t in enumerate(op.outputs):
@@ -208,6 +209,20 @@ class _Reader:
             chain = " -> ".join(f"op {ops[i].id}" for i in cycle + cycle[:1])
             self.fail(f"graph[{cycle[0]}]", f"{chain} form a cycle: each reads a tensor the "
                       "one before it writes")
+
+    def same_descriptions(self, ops: list[_graph.Op]) -> None:
+        """Refuse a tensor id that two places describe differently (dtype, shape,
+        strides, layout): oneDNN only says it "could not finalize the graph"."""
+        first: dict[int, tuple[str, tuple]] = {}
+        for i, op in enumerate(ops):
+            for role, tensors in (("inputs", op.inputs), ("outputs", op.outputs)):
+                for k, t in enumerate(tensors):
+                    field = f"graph[{i}].{role}[{k}]"
+                    described = (t.dtype, t.shape, t.strides, t.layout)
+                    where, before = first.setdefault(t.id, (field, described))
+                    if before != described:
+                        self.fail(field, f"tensor {t.id} is {_described(described)} here but "
+                                  f"{_described(before)} at {where}; one id is one tensor")
 
     def op(self, obj: Any, field: str) -> _graph.Op:
         if not _is(obj, dict):
@@ -230,6 +245,13 @@ class _Reader:
             return _graph.Op(oid, kind, inputs, outputs, attrs, name)
         except (TypeError, ValueError) as exc:
             self.fail(field, f"{kind} op {oid}: {exc}")
+
+
+def _described(d: tuple) -> str:
+    dtype, shape, strides, layout = d
+    return f"{dtype} of shape {None if shape is None else list(shape)}" + (
+        f", strides {list(strides)}" if strides is not None else "") + (
+        f", layout {layout}" if layout != "strided" else "")
 
 
 def _is(value: Any, kind: type) -> bool:

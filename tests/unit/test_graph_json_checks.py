@@ -5,6 +5,7 @@
   and > 0");
 * the data flow: a tensor two ops write, and ops in a cycle (oneDNN only says "could
   not finalize the graph"; the package's kept_apart pass looped forever on a cycle);
+* one tensor id described two ways (oneDNN: "could not finalize the graph");
 * an op oneDNN's schema refuses (an output missing): oneDNN's message names no op.
 """
 
@@ -78,3 +79,13 @@ def test_an_op_onednn_refuses_as_written_is_bad_input_naming_it():
     assert str(info.value) == (
         "<dict>: graph[0]: ReLU op 3: oneDNN refuses the op as written (its inputs, outputs "
         "or attributes): could not add op to the graph (oneDNN status: invalid_graph_op)")
+
+
+def test_one_id_described_two_ways_is_refused_naming_both_places():
+    # oneDNN only says "could not finalize the graph" (found by the damage test)
+    doc = _dequantize([0.5], [128])
+    doc["graph"][0]["outputs"][0]["id"] = 0  # the output reuses the input's id, as f32
+    with pytest.raises(ValueError, match=r"<dict>: graph\[0\]\.outputs\[0\]: tensor 0 is f32 of "
+                                         r"shape \[2, 3\], strides \[3, 1\] here but u8 of shape "
+                                         r"\[2, 3\], strides \[3, 1\] at graph\[0\]\.inputs\[0\]"):
+        og.load_graph(doc)
