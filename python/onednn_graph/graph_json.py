@@ -28,9 +28,9 @@ import os
 from typing import Any, NoReturn, Optional, Sequence, Union
 
 
-from . import _core, _impl, graph as _graph
+from . import _core, _impl, graph as _graph, quant as _quant
 from .errors import Error, UnsupportedError
-from ._impl import dtypes as _dtypes, graph_reference as _graph_reference, registry as _registry
+from ._impl import dtypes as _dtypes, registry as _registry
 from ._impl.arrays import dense_strides
 from ._impl.json_format import (FORMAT_VERSION, LT_FIELDS, UNKNOWN_DIM, attr_types, document,
                                 known_kinds, op_json, to_json)
@@ -188,8 +188,8 @@ class _Reader:
         """Refuse Dequantize / Quantize attributes the runner's reference cannot take (a
         scale of 0 or NaN, a zero point outside the dtype): oneDNN runs them, and the
         check after the run could not say which op they came from."""
-        try:  # the very reading of the attributes the runner's reference does
-            _graph_reference._quantization(attrs, dtype)
+        try:  # the very reading of the attributes the graph reference does
+            _quant._from_attrs(attrs, dtype)
         except (TypeError, ValueError) as exc:
             self.fail(field, f"{op}: {exc}")
 

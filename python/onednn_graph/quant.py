@@ -76,6 +76,16 @@ class Quantization:
         return _RANGES[self.dtype]
 
 
+def _from_attrs(attrs: dict, dtype: str) -> Quantization:
+    """The quantization of `dtype` data that a Dequantize / Quantize op's `attrs` describe
+    (``Quantization.attrs`` read back): how graph_json checks a loaded graph's ops and the
+    graph reference reads them, one reading for both."""
+    per_channel = attrs.get("qtype", "per_tensor") == "per_channel"
+    return Quantization(dtype, tuple(float(s) for s in attrs["scales"]),
+                        tuple(int(z) for z in attrs.get("zps", [0])),
+                        int(attrs.get("axis", 1)) if per_channel else None)
+
+
 @dataclass(frozen=True)
 class Quantized:
     """Integer `data` (uint8 / int8 array, or anything the functional API reads) with its

@@ -52,13 +52,6 @@ def _spread(f: Callable[..., np.ndarray], values: list[np.ndarray],
     return ref, worst
 
 
-def _quantization(attrs: dict, dtype: str) -> _quant.Quantization:
-    per_channel = attrs.get("qtype", "per_tensor") == "per_channel"
-    return _quant.Quantization(dtype, tuple(float(s) for s in attrs["scales"]),
-                               tuple(int(z) for z in attrs.get("zps", [0])),
-                               int(attrs.get("axis", 1)) if per_channel else None)
-
-
 def evaluate(op: Any, values: list[np.ndarray], bounds: list[np.ndarray],
              call: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """The reference value of `op`'s output from its inputs' reference `values`, and its
@@ -73,11 +66,11 @@ def evaluate(op: Any, values: list[np.ndarray], bounds: list[np.ndarray],
                 e = e + np.abs(call.fn(*[b if j == i else m for j, m in enumerate(mags)], **call.kwargs))
         return ref, e
     if kind == "Dequantize":
-        q = _quantization(attrs, op.inputs[0].dtype)
+        q = _quant._from_attrs(attrs, op.inputs[0].dtype)
         ref = reference.dequantize(_quant.Quantized(values[0].astype(_quant.DTYPES[q.dtype]), q))
         return ref, _rounding("f32") * np.abs(ref)
     if kind == "Quantize":
-        q = _quantization(attrs, out.dtype)
+        q = _quant._from_attrs(attrs, out.dtype)
         slack = bounds[0] + _rounding("f32") * np.abs(values[0])  # and the f32 division by the scale
         ref = reference.quantize(values[0], q).astype(np.float64)
         lo = reference.quantize(values[0] - slack, q).astype(np.float64)
