@@ -3,7 +3,7 @@
 oneDNN 3.2 is never handed a negative pad (``_impl.lowering``'s docstring says why);
 the op runs on a view of the ConvTranspose-geometry tensor without the positions
 outside every kernel window (``NativeOp.crop``). The functional API did that on
-arrays; a partition now does it too (``graph._View``). Each problem here runs through
+arrays; a partition now does it too (``_impl.spec_op.View``). Each problem here runs through
 Graph / Partition / CompiledPartition.execute and through ``onednn-graph run``'s
 ``run_case`` on the graph saved as JSON, and is compared with the float64 reference.
 

@@ -205,14 +205,13 @@ def test_a_fused_low_precision_partition_runs_on_any_cpu(rng):
 
 
 def test_a_partition_that_cannot_run_in_any_form_names_op_dtype_and_isa(rng, monkeypatch):
-    from onednn_graph import graph as _graph
-    from onednn_graph._impl import as_f32 as _as_f32
+    from onednn_graph._impl import as_f32 as _as_f32, spec_graph as _spec_graph
 
     def refuse(*args, **kwargs):
         raise og.Error("could not create a primitive descriptor (for the test)", "unimplemented")
 
     monkeypatch.setattr(_as_f32, "Chain", refuse)
-    monkeypatch.setattr(_graph, "_needs_f32", lambda op: True)  # as where no kernel exists
+    monkeypatch.setattr(_spec_graph, "_needs_f32", lambda op: True)  # as where no kernel exists
     lts = [og.LogicalTensor(0, "bf16", (1, 4, 2)), og.LogicalTensor(1, "bf16", (3, 3, 2))]
     out_lt = og.LogicalTensor(2, "bf16", (1, 8, 3))
     g = og.Graph()

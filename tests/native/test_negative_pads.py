@@ -83,7 +83,7 @@ def test_bf16_negative_pads_end_past_a_stride_crashes_where_the_view_runs(rng):
     got = og.convolution_backward_data(dy, w, **kw)
     assert got.dtype == NUMPY["bf16"]
     assert_call_matches_reference("ConvolutionBackwardData", [dy, w], kw, got, "bf16")
-    # And through a partition (graph._View).
+    # And through a partition (_impl.spec_op.View).
     lts = [og.LogicalTensor(0, "bf16", dy.shape), og.LogicalTensor(1, "bf16", w.shape)]
     out_lt = og.LogicalTensor(2, "bf16", (2, 64, 21))
     graph = og.Graph()

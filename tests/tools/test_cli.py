@@ -98,7 +98,7 @@ def test_a_case_the_graph_path_cannot_run_exits_1(capsys):
 
 def test_a_case_that_runs_on_a_view_passes(capsys):
     # output_padding >= strides + pads_end: the partition runs on a view without the
-    # positions outside every kernel window (graph._View), as the functional API does.
+    # positions outside every kernel window (_impl.spec_op.View), as the functional API does.
     status, out, _ = run(capsys, "run", "--op-attrs", "0:output_padding:3x3*pads_end:0x0",
                          str(FIXTURES / "deconv_small.json"))
     assert status == 0 and out.startswith("0:PASS") and "on a view" in out, out

@@ -28,9 +28,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .. import _core, errors as _errors, graph as _graph, post as _post, quant as _quant
+from .. import _core, errors as _errors, post as _post, quant as _quant
 from . import (arrays as _arrays, call as _call, compiled as _compiled, dtypes as _dtypes,
-               lowering as _lowering, plan as _plan, registry as _registry, version as _version)
+               lowering as _lowering, plan as _plan, registry as _registry,
+               spec_graph as _spec_graph, spec_op as _spec_op, version as _version)
 
 #: The ops that take post-ops: ConvTranspose (which oneDNN fuses with them) and the
 #: backward-data ops (which oneDNN 3.2 and 3.13 match with single-op patterns only: their
@@ -54,8 +55,8 @@ def _chain(head: Optional[tuple[str, dict, list[Port]]], start: Optional[Port],
     result `out`; and the ids of its inputs, of the post-ops' operands and of its result.
     Values between ops are f32 where an input or the result is quantized, else `out`'s
     dtype, of a layout oneDNN chooses (C-contiguous with `strided`: a graph to write out)."""
-    lt = _graph.LogicalTensor
-    g = _graph.Graph()
+    lt = _core.LogicalTensor
+    g = _spec_graph.Graph()
     ports = ([] if head is None else head[2]) + [p for _, _, p in posts if p is not None] + [out] \
         + ([start] if start is not None else [])
     compute = "f32" if any(q is not None for _, _, q in ports) else out[1]
@@ -73,7 +74,7 @@ def _chain(head: Optional[tuple[str, dict, list[Port]]], start: Optional[Port],
         real = lt(next(dequantized), "f32",
                   *((meta[0], _arrays.element_strides(np.empty(meta[0], np.int8)))
                     if strided else (meta[0],)))
-        g.add_op(_graph.Op(next(op_ids), "Dequantize", [raw], [real], q.attrs))
+        g.add_op(_spec_op.Op(next(op_ids), "Dequantize", [raw], [real], q.attrs))
         return real
 
     def value(tid: int, last: bool) -> Any:
@@ -85,7 +86,7 @@ def _chain(head: Optional[tuple[str, dict, list[Port]]], start: Optional[Port],
         kind, attrs, metas = head
         ins = [read(i, port) for i, port in enumerate(metas)]
         current = value(_FIRST_POST_ID - 1, not posts)
-        g.add_op(_graph.Op(next(op_ids), kind, ins, [current], attrs))
+        g.add_op(_spec_op.Op(next(op_ids), kind, ins, [current], attrs))
         inputs = list(range(len(metas)))
     else:
         assert start is not None
@@ -100,11 +101,11 @@ def _chain(head: Optional[tuple[str, dict, list[Port]]], start: Optional[Port],
             ins.append(read(_FIRST_OPERAND_ID + i, operand))
             operands.append(_FIRST_OPERAND_ID + i)
             op_attrs["auto_broadcast"] = "numpy"
-        g.add_op(_graph.Op(next(op_ids), post_kind, ins, [result], op_attrs))
+        g.add_op(_spec_op.Op(next(op_ids), post_kind, ins, [result], op_attrs))
         current = result
     if out[2] is not None:
         result = lt(_FIRST_OPERAND_ID - 1, out[1], *out[0])
-        g.add_op(_graph.Op(next(op_ids), "Quantize", [current], [result], out[2].attrs))
+        g.add_op(_spec_op.Op(next(op_ids), "Quantize", [current], [result], out[2].attrs))
         current = result
     g.finalize()
     return g, inputs, operands, current.id
@@ -132,8 +133,8 @@ class Fused:
             for t in outs:
                 if t.id not in held:  # a result between partitions
                     held[t.id] = _compiled.array_for(t)
-            compiled.execute(stream, [_graph.Tensor(t, engine, held[t.id]) for t in ins],
-                             [_graph.Tensor(t, engine, held[t.id]) for t in outs])
+            compiled.execute(stream, [_spec_graph.Tensor(t, engine, held[t.id]) for t in ins],
+                             [_spec_graph.Tensor(t, engine, held[t.id]) for t in outs])
 
 
 _CACHE: "OrderedDict[Any, _Call]" = OrderedDict()

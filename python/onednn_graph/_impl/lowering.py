@@ -39,8 +39,8 @@ feature is still a gap there (docs/onednn-3.13.md):
   so the op runs on a view that leaves out just enough of them
   (``NativeOp.crop``) to make both pads >= 0: the backward ops never read them,
   and the left-out outputs are the bias (or zero), which the package writes: on
-  arrays ``_impl.call``, in a partition ``graph`` (the view is a strided logical
-  tensor of its own there, ``graph._View``). When
+  arrays ``_impl.call``, in a partition ``spec_graph`` (the view is a strided logical
+  tensor of its own there, ``spec_op.View``). When
   no position is left, no kernel window reaches the output at all: the result
   is the bias or zeros, written without oneDNN (``NativeOp.unreached``; the
   functional API only: a partition refuses it).
