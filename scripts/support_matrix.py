@@ -19,7 +19,8 @@ import sys
 import time
 
 import onednn_graph as og
-from onednn_graph._impl import attrs as _attrs, registry, support as _support
+from onednn_graph._impl import attrs as _attrs, registry
+from onednn_graph._tools import support as _support
 
 DTYPES = ("f32", "bf16", "f16")
 RANKS = (1, 2, 3)

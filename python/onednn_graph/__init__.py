@@ -33,7 +33,7 @@ from . import (errors, graph, graph_json, operation, ops, overrides, padding, po
 from . import _impl
 from ._core import Engine, LogicalTensor, Stream, onednn_allocations, reset_onednn_peak
 from ._impl.compiled import CacheInfo, cache_info, cached_ops, clear_cache, set_cache_capacity
-from ._impl.info import capabilities
+from ._tools.info import capabilities
 from ._impl.tuning import set_tuning, tuning_enabled
 from ._impl.tuning_db import TuningDatabase, TuningEntry, tuning_database
 from ._impl.version import cpu_isa, onednn_version

@@ -1,7 +1,7 @@
 """The ``onednn-graph`` command: ``info``, ``run``, ``tune`` and ``tuning``.
 
 ``run`` replays graphs in oneDNN's JSON format with benchdnn-style overrides
-(``overrides.py``), on oneDNN through the spec-level Graph (``_runner.py``),
+(``overrides.py``), on oneDNN through the spec-level Graph (``_tools/runner.py``),
 and prints one line per case plus a summary table, or with ``--json`` one
 JSON document. Exit status: 0 when every case passed, 1 when a case failed
 (numbers out of tolerance, or oneDNN could not compile or run it), 2 on bad
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, Optional, Sequence
 
 from . import batch as _batch, graph_json, overrides
-from ._impl import runner as _runner
+from ._tools import runner as _runner
 from .errors import Error, UnsupportedError
 from .graph import Graph
 
@@ -359,7 +359,7 @@ def _case_line(index: int, o: Outcome, mode: str) -> str:
 
 
 def cmd_info(ns: argparse.Namespace) -> int:
-    from ._impl import info as _info
+    from ._tools import info as _info
     caps = _info.capabilities()
     print(json.dumps(caps, indent=2) if ns.json else _info.report(caps))
     return EXIT_PASS

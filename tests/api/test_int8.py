@@ -97,7 +97,7 @@ def test_a_quantized_skip_connection(rng, skip_dtype, out_dtype):
 def test_the_int8_replay_and_reproducer(rng, tmp_path):
     """A reproducer writes the fused int8 graph; the driver replays it and checks its output
     against the graph's reference."""
-    from onednn_graph._impl import runner
+    from onednn_graph._tools import runner
     x, w, b = _data(rng)
     args = (quant.per_tensor(x, 0.02, 128), quant.per_channel(w, 0.01 + 0.001 * np.arange(OC), axis=2), b)
     r = og.reproducer(og.conv_transpose, *args, **ATTRS, post_ops=[post.relu()],
@@ -191,7 +191,7 @@ def test_a_graph_with_a_skip_of_another_dtype_replays_right(rng):
     """The low-level Graph keeps a dequantized u8 skip out of the partition of an int8
     ConvTranspose with an s8 result (kept_apart; oneDNN would read the skip as s8), so
     the driver's replay of that graph passes against the reference."""
-    from onednn_graph._impl import runner
+    from onednn_graph._tools import runner
     x, w, b = _data(rng)
     shape = og.output_shape("ConvTranspose", [x.shape, w.shape], **ATTRS)
     skip = quant.per_tensor(rng.integers(0, 256, shape).astype(np.uint8), 0.03, 5)

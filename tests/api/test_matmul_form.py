@@ -20,8 +20,8 @@ import pytest
 import onednn_graph as og
 from onednn_graph import reference as R, shapes
 from onednn_graph._impl import (call as _call, compiled as _compiled, lowering as _lowering,
-                                matmul_form as _matmul_form, plan as _plan, registry as _registry,
-                                runner as _runner)
+                                matmul_form as _matmul_form, plan as _plan, registry as _registry)
+from onednn_graph._tools import runner as _runner
 from onednn_graph._impl.registry import input_names
 from helpers import assert_call_matches_reference, random
 

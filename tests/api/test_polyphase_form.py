@@ -15,7 +15,8 @@ import pytest
 import onednn_graph as og
 from onednn_graph import shapes
 from onednn_graph._impl import (call as _call, lowering as _lowering, plan as _plan,
-                                registry as _registry, runner as _runner)
+                                registry as _registry)
+from onednn_graph._tools import runner as _runner
 from onednn_graph._impl.registry import input_names
 from helpers import assert_call_matches_reference, random
 

@@ -150,7 +150,7 @@ def test_a_fused_call_is_written_and_replayed_by_the_driver(rng, tmp_path):
     """The reproducer of a fused call is its graph (the op as called with its bias, then
     the post-ops); onednn-graph run replays it and checks the output against the whole
     graph's reference (graph_reference's bound carried through the chain)."""
-    from onednn_graph._impl import runner
+    from onednn_graph._tools import runner
     x, w, b = _arrays(rng, "f32")
     skip = random(rng, og.output_shape("ConvTranspose", [x.shape, w.shape], **ATTRS), "f32")
     r = og.reproducer(og.conv_transpose, x, w, b, **ATTRS, post_ops=[post.relu(), post.add(skip)])
@@ -165,7 +165,7 @@ def test_a_fused_call_is_written_and_replayed_by_the_driver(rng, tmp_path):
 
 def test_the_driver_fails_a_wrong_fused_result(rng, tmp_path, monkeypatch):
     """The graph check can fail: a reference ReLU that is not oneDNN's is caught."""
-    from onednn_graph._impl import runner
+    from onednn_graph._tools import runner
     x, w, b = _arrays(rng, "f32")
     g = og.load_graph(og.reproducer(og.conv_transpose, x, w, b, **ATTRS, post_ops=[post.relu()]).spec)
     monkeypatch.setitem(og.reference._UNARY, "ReLU", lambda y, a: np.maximum(y, 0.01))
@@ -257,7 +257,7 @@ def test_the_backward_data_ops_take_post_ops_as_partitions_of_their_own(rng, kin
 def test_the_driver_checks_a_graph_with_biasadd_relu_and_add(rng):
     """The issue's graph as a model dump has it: ConvTranspose, BiasAdd (NCX), ReLU and a
     skip Add, every tensor strided: one partition, its output checked (and a Clamp chain)."""
-    from onednn_graph._impl import runner
+    from onednn_graph._tools import runner
     lt = og.LogicalTensor
 
     def strided(i, shape):

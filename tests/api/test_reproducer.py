@@ -9,7 +9,8 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import shapes
-from onednn_graph._impl import compiled as _compiled, cost as _cost, runner as _runner
+from onednn_graph._impl import compiled as _compiled, cost as _cost
+from onednn_graph._tools import runner as _runner
 from onednn_graph.tolerance import accumulation_terms, exact_range
 
 KW = dict(strides=2, pads_begin=1, pads_end=0, data_format="NCX")

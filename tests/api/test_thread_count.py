@@ -14,7 +14,8 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import _core
-from onednn_graph._impl import cost as _cost, support as _support
+from onednn_graph._impl import cost as _cost
+from onednn_graph._tools import support as _support
 from onednn_graph._impl import registry
 from helpers import random
 

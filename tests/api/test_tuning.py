@@ -17,8 +17,8 @@ import onednn_graph as og
 from onednn_graph.errors import UnsupportedError
 from onednn_graph import shapes
 from onednn_graph._impl import (as_f32 as _as_f32, call as _call, compiled as _compiled,
-                                cost as _cost, lowering as _lowering,
-                                support as _support)
+                                cost as _cost, lowering as _lowering)
+from onednn_graph._tools import support as _support
 from onednn_graph._impl.arrays import crop
 from onednn_graph._impl.dtypes import dtype_name
 from onednn_graph._impl import registry

@@ -92,7 +92,7 @@ def test_a_problem_is_probed_once():
 # form the probe picks there. A fresh interpreter, since oneDNN reads the cap once.
 _SWEEP = """
 import onednn_graph as og
-from onednn_graph._impl import support as _support
+from onednn_graph._tools import support as _support
 print(og.cpu_isa())
 for kind in og.shapes.KINDS:
     for dtype in ("f32", "bf16", "f16"):

@@ -13,7 +13,8 @@ Truth: the float64 reference, with the package's bound (``support._check``).
 import pytest
 
 import onednn_graph as og
-from onednn_graph._impl import registry, support as _support
+from onednn_graph._impl import registry
+from onednn_graph._tools import support as _support
 
 #: Lowerings kept where oneDNN computes this small case right as written, and why.
 KEPT = {

@@ -13,7 +13,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import cli, reference
-from onednn_graph._impl import runner as _runner
+from onednn_graph._tools import runner as _runner
 
 from helpers import FIXTURES
 CASES = sorted(str(p) for p in FIXTURES.glob("*.json"))

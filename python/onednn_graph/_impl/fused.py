@@ -18,7 +18,6 @@ values between them (``_Call.partitions`` counts them).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import threading
 import time
@@ -447,45 +446,3 @@ def cached() -> list[_Call]:
     with _LOCK:
         return list(_CACHE.values())
 
-
-#: The chains ``fusable`` asks about: name -> (op kind, int8).
-CHAINS = {"ConvTranspose": (_registry.CONV_TRANSPOSE, False),
-          "ConvTranspose int8": (_registry.CONV_TRANSPOSE, True),
-          "ConvTransposeBackwardData": (_registry.CONV_TRANSPOSE_BWD_DATA, False),
-          "ConvolutionBackwardData": (_registry.CONV_BWD_DATA, False)}
-
-
-@functools.lru_cache(maxsize=None)
-def fusable(chain: str = "ConvTranspose") -> dict[str, list[str]]:
-    """Which post-ops (``onednn_graph.post``) the linked oneDNN fuses into one partition
-    after the op of `chain` (``CHAINS``): ConvTranspose with bias in f32, its int8 form
-    (u8 src and s8 weights dequantized, bias, the post-op, Quantize to u8), or a
-    backward-data op in f32. Asked of its fusion policy on a small NXC problem, once per
-    process (nothing is compiled). ``fused`` and ``apart`` list oneDNN's op kinds."""
-    kind, int8 = CHAINS[chain]
-    found: dict[str, list[str]] = {"fused": [], "apart": []}
-    small, w, b, big = ((1, 4, 4, 4), (1, 16, 4, 1)), ((2, 2, 4, 4), (32, 16, 4, 1)), \
-        ((4,), (1,)), ((1, 8, 8, 4), (256, 32, 4, 1))
-    attrs = {"strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
-             "data_format": "NXC", "weights_format": "XOI"}
-    if kind == _registry.CONV_TRANSPOSE:
-        q = (_quant.Quantization("u8", (0.5,), (0,)), _quant.Quantization("s8", (0.5,), (0,))) \
-            if int8 else (None, None)
-        ins: list[Port] = [(small, "u8" if int8 else "f32", q[0]), (w, "s8" if int8 else "f32", q[1]),
-                           (b, "f32", None)]
-        out = big
-    else:  # diff_dst of the forward op's result's shape; diff_src of its input's
-        attrs["weights_format"] = "XOI" if kind == _registry.CONV_TRANSPOSE_BWD_DATA else "XIO"
-        if kind == _registry.CONV_BWD_DATA:
-            attrs["dst_shape"] = list(big[0])
-            ins, out = [(small, "f32", None), (w, "f32", None)], big
-        else:
-            ins, out = [(big, "f32", None), (w, "f32", None)], small
-    result: Port = (out, "u8", _quant.Quantization("u8", (0.5,), (0,))) if int8 else (out, "f32", None)
-    for post_kind in _post.UNARY + _post.BINARY:
-        binary = post_kind in _post.BINARY
-        post = (post_kind, _post.of_kind(post_kind, 0.0 if binary else None).attrs,
-                (out, "f32", None) if binary else None)
-        g = _chain((kind, attrs, ins), None, [post], result)[0]
-        found["fused" if len(g.get_partitions("fusion")) == 1 else "apart"].append(post_kind)
-    return found

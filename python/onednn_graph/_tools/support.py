@@ -17,10 +17,11 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from .. import _core, ops, shapes, tolerance
-from . import (as_f32 as _as_f32, attrs as _attrs, compiled as _compiled, dtypes as _dtypes,
-               kernels as _kernels, lowering as _lowering, plan as _plan,
-               registry as _registry, runner as _runner)
+from .. import _core, graph as _graph, ops, shapes, tolerance
+from .._impl import (as_f32 as _as_f32, attrs as _attrs, compiled as _compiled, dtypes as _dtypes,
+                     kernels as _kernels, lowering as _lowering, plan as _plan,
+                     registry as _registry)
+from . import runner as _runner
 from ..errors import Error, UnsupportedError
 
 def _function(kind: str) -> Callable[..., Any]:
@@ -192,8 +193,6 @@ def package(p: Problem) -> Outcome:
 
 def _through_graph(p: Problem) -> tuple[np.ndarray, str]:
     """The low-level path with the shape as the spec's s32 input tensor."""
-    from .. import graph as _graph  # the public Graph/Op layer sits above this module's users
-
     case = p.case
     dtype, n = case.dtype, len(p.args)
     kw = dict(p.kwargs)

@@ -9,7 +9,8 @@ import ml_dtypes
 import numpy as np
 
 from .. import _core
-from . import casts as _casts, fused as _fused, kernels as _kernels, version as _version
+from .._impl import casts as _casts, kernels as _kernels, version as _version
+from . import fusion as _fusion
 
 
 def _support() -> Optional[list[dict[str, Any]]]:
@@ -39,7 +40,7 @@ def capabilities() -> dict[str, Any]:
     (``by``: the package where oneDNN's reorder for it here is not a jit one,
     ``onednn_reorder``, else oneDNN) and the package's code path
     (``package_path``), ``fusion``: which post-ops the linked oneDNN fuses after a
-    ConvTranspose, its int8 form and the backward-data ops (``_fused.fusable``), and
+    ConvTranspose, its int8 form and the backward-data ops (``_fusion.fusable``), and
     ``support``: ``_support.summary()``, one
     dict per (op, feature) with ``native`` (the linked oneDNN computes it as
     written), ``literal`` (what it does then) and ``package`` (what the package
@@ -71,7 +72,7 @@ def capabilities() -> dict[str, Any]:
         "faster_in_f32": _kernels.faster_in_f32_summary(),
         "support": _support(),
         # post-ops oneDNN fuses after each op (onednn_graph.post), probed now
-        "fusion": {chain: _fused.fusable(chain) for chain in _fused.CHAINS},
+        "fusion": {chain: _fusion.fusable(chain) for chain in _fusion.CHAINS},
     }
 
 

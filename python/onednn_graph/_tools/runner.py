@@ -13,7 +13,7 @@ fuses into one partition, whose values between ops are never written) is checked
 at its outputs against the whole graph's reference (``graph_reference``). Its
 quantized (u8/s8) inputs are filled, like benchdnn's int8 ones, with the zero point
 plus small even steps, which every int8 kernel computes exactly (see
-``fused._WITHOUT_VNNI``).
+``_impl.fused._WITHOUT_VNNI``).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from .. import _core, graph as _graph, graph_json as _graph_json, reference, shapes, tolerance
-from . import (compiled as _compiled, cost as _cost, dtypes as _dtypes,
-               graph_reference as _graph_reference, plan as _plan, registry as _registry,
-               tuning as _tuning)
-from .call import prepare
+from .._impl import (compiled as _compiled, cost as _cost, dtypes as _dtypes, plan as _plan,
+                     registry as _registry, tuning as _tuning)
+from .._impl.call import prepare
+from . import graph_reference as _graph_reference
 from .._core import Tensor
 from ..errors import UnsupportedError
 
