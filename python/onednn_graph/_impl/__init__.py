@@ -1,8 +1,10 @@
-"""The implementation of onednn_graph: nothing here is public API.
+"""The engine of onednn_graph: nothing here is public API.
 
-The public modules (``onednn_graph.ops``, ``operation``, ``graph``, ...) sit above
-these and import them; these never import a public module above ``shapes``,
-``reference`` and ``tolerance`` (tests/unit/test_layers.py holds the order).
+The public faces (``onednn_graph.ops``, ``operation``, ``graph``, ...), the tools
+(``onednn_graph._tools``) and PyTorch's layers sit above these modules and import
+them; these import only each other and the value types (``errors``, ``post``,
+``quant``, ``shapes``), never a face, a tool or ``torch``, not even in a function
+(tests/unit/test_layers.py holds the order and that rule).
 """
 
 from typing import Any
