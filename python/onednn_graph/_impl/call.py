@@ -241,6 +241,8 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
         return formed_op(way, dtype, metas, out, constants, threads)
     taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
     args = (way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads)
+    if dtype not in _dtypes.LOW_PRECISION:  # f32 has optimized kernels on every ISA
+        return _compiled.CompiledOp(*args)  # (kernels.probed): nothing to ask or weigh
     kernel = _kernels.probed(way.kind, way.attrs, dtype, taken, target.shape)
     rows = _as_f32.batch_rows(way.kind, taken, target.shape, flops) if flops is not None else 0
     faster = in_f32 if in_f32 is not None else flops is not None and _kernels.faster_in_f32(
