@@ -24,7 +24,7 @@ from . import _core, graph as _graph, graph_json, ops, quant as _quant
 from ._impl import (arrays as _arrays, as_f32 as _as_f32, call as _call, compiled as _compiled,
                     formed as _formed, fused as _fused, kernels as _kernels, lowering as _lowering,
                     plan as _plan, registry as _registry, unreached as _unreached)
-from .operation import Operation
+from .operation import FusedOperation, Operation
 
 __all__ = ["Reproducer", "reproducer", "benchdnn_command"]
 
@@ -138,7 +138,9 @@ def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
         :class:`Graph`; an :class:`Operation` from ``og.compile_op``; or an
         entry of the compiled-op cache (``og.cached_ops()``). A
         compiled op is written as it was handed to oneDNN (``spec`` equals
-        ``native``).
+        ``native``); a fused call (a ``FusedOperation``, or its entry in
+        ``og.cached_ops()``) as its graph, as the functional-API call with its
+        ``post_ops`` / ``quantize`` would be.
 
     Examples
     --------
@@ -157,8 +159,14 @@ def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
             raise TypeError("reproducer(graph) takes no further arguments")
         return Reproducer(target.to_json(), graph_json.document(
             [n.op for n in target._ops], target.engine_kind, target.fpmath_mode))
-    if isinstance(target, Operation):  # og.compile_op(...)'s result
+    if isinstance(target, FusedOperation):  # og.compile_op(..., post_ops=...)'s result
+        target = target._call
+    elif isinstance(target, Operation):  # og.compile_op(...)'s result
         target = target._prepared.op
+    if isinstance(target, _fused._Call):  # a fused call's cache entry: its graph as made
+        if args or kwargs:
+            raise TypeError("reproducer(fused call) takes no further arguments")
+        return reproducer(target.graph())
     if isinstance(target, _unreached.Unreached):
         raise ValueError("reproducer: no kernel window reaches this op's output, so oneDNN runs "
                          "nothing for it; give the functional-API call instead")

@@ -18,7 +18,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import post, quant
-from onednn_graph._impl import fused as _fused
+from onednn_graph._impl import compiled as _compiled, fused as _fused
 
 ATTRS = dict(strides=2, pads_begin=1, pads_end=0)
 N, H, W, IC, OC, K = 2, 5, 5, 8, 16, 3
@@ -61,7 +61,7 @@ def test_int8_conv_transpose_relu_quantize_is_one_partition(rng, src_dtype, out_
         else quant.per_tensor(w, 0.01)
     args = (quant.per_tensor(x, 0.02, zp), wq, b)
     kw = dict(ATTRS, post_ops=[post.relu()], quantize=quant.to(out_dtype, 0.05, 2))
-    _fused._CACHE.clear()
+    _compiled.CACHE.clear()
     got = og.conv_transpose(*args, **kw)
     assert [f.partitions for f in _fused.cached()] == [1]
     _check_quantized(got, og.reference.conv_transpose(*args, **kw))
@@ -178,7 +178,7 @@ def test_a_chain_cut_before_its_binary_post_op_gives_the_same_result(rng, monkey
     m = rng.uniform(0.5, 1.5, shape).astype(np.float32)
     args = (quant.per_tensor(x, 0.02, 128), quant.per_tensor(w, 0.01), b)
     kw = dict(ATTRS, post_ops=[post.relu(), post.multiply(m), post.tanh()], quantize=quant.to("s8", 0.01))
-    _fused._CACHE.clear()
+    _compiled.CACHE.clear()
     got = og.conv_transpose(*args, **kw)
     [call] = _fused.cached()
     # cut: the op's partition, then the rest (oneDNN 3.2 returns the Multiply and Tanh as

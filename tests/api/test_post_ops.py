@@ -16,7 +16,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import cli, post
-from onednn_graph._impl import fused as _fused
+from onednn_graph._impl import compiled as _compiled, fused as _fused
 from onednn_graph.tolerance import UNIT_ROUNDOFF, Comparison
 from helpers import NUMPY, random
 
@@ -51,7 +51,7 @@ def _arrays(rng, dtype, scale=0.5):
 @pytest.mark.parametrize("p", UNARY, ids=[p.kind for p in UNARY])
 def test_each_unary_post_op_is_fused_and_matches_the_reference(rng, p, dtype):
     x, w, b = _arrays(rng, dtype)
-    _fused._CACHE.clear()
+    _compiled.CACHE.clear()
     got = og.conv_transpose(x, w, b, **ATTRS, post_ops=[p])
     assert got.dtype == x.dtype
     [fused] = _fused.cached()
@@ -79,7 +79,7 @@ def test_the_decoder_chain_is_one_partition(rng):
     """ConvTranspose + bias + ReLU + skip Add: what a decoder block does, in one partition."""
     x, w, b = _arrays(rng, "f32")
     skip = random(rng, og.output_shape("ConvTranspose", [x.shape, w.shape], **ATTRS), "f32")
-    _fused._CACHE.clear()
+    _compiled.CACHE.clear()
     chain = [post.relu(), post.add(skip)]
     got = og.conv_transpose(x, w, b, **ATTRS, post_ops=chain)
     assert [f.partitions for f in _fused.cached()] == [1]
@@ -208,7 +208,7 @@ def test_capabilities_list_what_this_onednn_fuses_and_calls_agree(rng):
     one = np.ones(shape, np.float32)
     for kind in fusion["fused"]:
         p = post.of_kind(kind, one if kind in post.BINARY else None)
-        _fused._CACHE.clear()
+        _compiled.CACHE.clear()
         og.conv_transpose(x, w, b, **ATTRS, post_ops=[p])
         assert [f.partitions for f in _fused.cached()] == [1], kind
 

@@ -152,38 +152,59 @@ def private_copy(array: np.ndarray) -> np.ndarray:
 
 
 class CacheInfo(NamedTuple):
-    """Statistics of the compiled-op cache (``onednn_graph.cache_info()``)."""
+    """Statistics of the compiled-call cache (``onednn_graph.cache_info()``): single-op
+    calls and fused ones (``post_ops=``, int8 ``quantize=``) together."""
 
     hits: int
     misses: int
-    size: int
+    size: int  # entries: single + fused
     capacity: int
     compile_seconds: float  # total time spent compiling on misses
+    # Added after the five above, with defaults: a CacheInfo built or unpacked by
+    # position as before still works.
+    single: int = 0  # entries of single-op calls
+    fused: int = 0  # entries of fused calls
+
+
+class FusedEntry:
+    """What a fused call's cache entry (``_fused._Call``) derives from: the cache
+    holds these beside single-op calls (``_call.Prepared``) in one LRU order, counts
+    them apart, and ``cached_ops`` lists the entry itself (it has no one compiled op)."""
+
+    __slots__ = ()
 
 
 class Cache(_core.CallCache):
-    """The functional API's bounded LRU of prepared calls (``_call.Prepared``),
-    with statistics. Native (``cpp/call_cache.cpp``): a cached call with a
-    direct way to run is found and run in one native call (``call``); every
-    method runs under the GIL, which makes it thread-safe."""
+    """The one bounded LRU of compiled calls, with statistics: single-op calls
+    (``_call.Prepared``, keyed by ``_call``'s signatures) and fused calls
+    (``FusedEntry``, keyed by ``_fused``'s tuples, which never equal those),
+    so one capacity bounds both. Native (``cpp/call_cache.cpp``): a cached
+    single-op call with a direct way to run is found and run in one native call
+    (``call``; a fused entry has none, so it never answers there); every method
+    runs under the GIL, which makes it thread-safe."""
 
     def __init__(self, capacity: int = 256) -> None:
         super().__init__(capacity)
 
-    def ops(self) -> list[CompiledOp]:
-        """The compiled op of each cached call, least recently used first
-        (``onednn_graph.reproducer`` writes any of them out)."""
-        return [call.op for call in self.values()]
+    def ops(self) -> list[Any]:
+        """The compiled op of each cached single-op call and each fused call's entry,
+        least recently used first (``onednn_graph.reproducer`` writes any of them out)."""
+        return [call if isinstance(call, FusedEntry) else call.op for call in self.values()]
 
     def info(self) -> CacheInfo:
-        return CacheInfo(self.hits, self.misses, len(self), self.capacity, self.compile_seconds)
+        calls = self.values()
+        fused = sum(isinstance(call, FusedEntry) for call in calls)
+        return CacheInfo(self.hits, self.misses, len(calls), self.capacity, self.compile_seconds,
+                         len(calls) - fused, fused)
 
 
 CACHE = Cache()
 
 
 def cache_info() -> CacheInfo:
-    """Hits, misses, size, capacity and total compile time of the functional API's cache.
+    """Hits, misses, size, capacity and total compile time of the functional API's cache,
+    and how many of its entries are single-op calls and fused ones (``post_ops=``, int8
+    ``quantize=``, ``compile_op(..., post_ops=...)``): one cache, one capacity.
 
     Examples
     --------
@@ -197,7 +218,10 @@ def cache_info() -> CacheInfo:
 
 def cached_ops() -> list[Any]:
     """The compiled op of each call the functional API keeps, least recently used
-    first: what ``onednn_graph.reproducer`` writes out as oneDNN ran it.
+    first: what ``onednn_graph.reproducer`` writes out as oneDNN ran it. A fused call
+    (``post_ops=``, int8 ``quantize=``) is listed as its fused entry (its ``kind``,
+    ``partitions``, ``lowering``, ``compile_seconds``), which ``reproducer`` writes out
+    as the fused call's graph.
 
     Examples
     --------
@@ -213,10 +237,12 @@ def cached_ops() -> list[Any]:
 
 
 def clear_cache() -> None:
-    """Drop every compiled op the functional API keeps, and zero the statistics."""
+    """Drop every compiled call the functional API keeps (single-op and fused), and
+    zero the statistics."""
     CACHE.clear()
 
 
 def set_cache_capacity(capacity: int) -> None:
-    """Keep at most `capacity` compiled calls (least recently used go first; 0 disables)."""
+    """Keep at most `capacity` compiled calls, single-op and fused together (least
+    recently used go first, of either kind; 0 disables)."""
     CACHE.capacity = capacity

@@ -22,7 +22,6 @@ import itertools
 import threading
 import time
 import warnings
-from collections import OrderedDict
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -136,22 +135,19 @@ class Fused:
                              [_spec_graph.Tensor(t, engine, held[t.id]) for t in outs])
 
 
-_CACHE: "OrderedDict[Any, _Call]" = OrderedDict()
-_LOCK = threading.Lock()
-_CAPACITY = 256
+#: The first item of a fused call's cache key (``prepare``).
+_KEY_TAG = "fused"
 
 
 def _get(key: Any, build: Any) -> "_Call":
-    with _LOCK:
-        fused = _CACHE.get(key)
-        if fused is not None:
-            _CACHE.move_to_end(key)
-            return fused
-    fused = build()
-    with _LOCK:
-        _CACHE[key] = fused
-        while len(_CACHE) > _CAPACITY:
-            _CACHE.popitem(last=False)
+    """The fused call under `key` in the functional API's one cache (``_compiled.CACHE``:
+    counted, listed, cleared and bounded with single-op calls), or `build()`'s, stored
+    there. Two threads missing at once both build; the second store replaces the first."""
+    fused = _compiled.CACHE.lookup(key)
+    if fused is None:
+        fused = build()
+        # No NativeCall: a fused call runs its stages in Python (``execute``).
+        _compiled.CACHE.store(key, fused, fused.compile_seconds, None)
     return fused
 
 
@@ -291,6 +287,20 @@ class _Problem:
         return (meta or _compiled.meta(np.empty(self.shape, self.dtype)),
                 _dtypes.dtype_name(self.dtype), self.quantize)
 
+    def written(self) -> tuple:
+        """``_chain``'s head, post-ops and result for the call as made: the op with the
+        attributes it was given, its epilogue, a C-contiguous result (arrays' layouts
+        only, no arrays)."""
+        return (self.cp.spec.kind, self.cp.spec_attrs(), self.ports), self.post_key, self.result()
+
+
+def _written_graph(written: tuple) -> Any:
+    """The graph of a call as made (``_Problem.written``), with C-contiguous values
+    between ops: what its reproducer writes (the package's Graph lowers the op as a call
+    would)."""
+    head, posts, result = written
+    return _chain(head, None, posts, result, strided=True)[0]
+
 
 #: Where an int8 call's chain is cut before its first binary post-op on a full-size
 #: operand (the op, bias and leading unary post-ops as one partition with an f32 result,
@@ -306,14 +316,17 @@ CUT_BEFORE_BINARY: frozenset[tuple[tuple[int, int], bool]] = frozenset({((3, 2),
                                                                         ((3, 13), False)})
 
 
-class _Call:
+class _Call(_compiled.FusedEntry):
     """What one kind of fused call settled when it was first made: its result's shape,
     whether the op runs alone first (it is lowered), and the compiled stages that follow:
-    the chain (one ``Fused``, or two where it is cut), each reading the last one's result."""
+    the chain (one ``Fused``, or two where it is cut), each reading the last one's result.
+    An entry of the functional API's cache (``og.cached_ops()`` lists it)."""
 
     def __init__(self, problem: _Problem, out: Optional[tuple]) -> None:
         started = time.perf_counter()
+        self.kind = problem.cp.kind
         self.shape, self.dtype = problem.shape, problem.dtype
+        self.written = problem.written()  # for its reproducer (``graph``)
         self.src_quantization = problem.src_quantization
         kind, native = problem.cp.spec.kind, problem.cp.native
         self.lowered = not (native.kind == kind and native.lowering == "native" and not native.crop)
@@ -363,6 +376,15 @@ class _Call:
         lowered."""
         return sum(f.partitions for f in self.stages) + int(self.lowered)
 
+    def graph(self) -> Any:
+        """The call's graph as ``graph_of`` gives it (what its reproducer writes)."""
+        return _written_graph(self.written)
+
+    def __repr__(self) -> str:
+        posts = "".join(f" + {kind}" for kind, _, _ in self.written[1])
+        return (f"<fused call {self.kind}{posts}, result {self.shape} {self.dtype}, "
+                f"{self.partitions} partition{'s' * (self.partitions > 1)}>")
+
 
 def _arguments(names: Sequence[str], arrays: Sequence[Any], post_ops: Any, quantize: Any
                ) -> tuple[list[tuple[np.ndarray, Optional[_quant.Quantization]]], list]:
@@ -384,7 +406,8 @@ def prepare(kind: str, names: Sequence[str], arrays: Sequence[Any], attrs: dict,
     out_view = None if out is None else _arrays.to_numpy("out", out)
     # A C-contiguous `out` is laid out as the result the call allocates without one.
     out_meta = None if out_view is None or out_view.flags.c_contiguous else _compiled.meta(out_view)
-    key = (kind, tuple((_compiled.meta(a), a.dtype.str, q) for a, q in read),
+    # Tagged: a fused call's key never equals a single-op call's in the one cache.
+    key = (_KEY_TAG, kind, tuple((_compiled.meta(a), a.dtype.str, q) for a, q in read),
            tuple((k, _call._freeze(v)) for k, v in attrs.items()),
            _post_key(posts), out_meta, quantize)
     inputs = [a for a, _ in read]
@@ -437,12 +460,10 @@ def graph_of(kind: str, names: Sequence[str], arrays: Sequence[Any], attrs: dict
     read, posts = _arguments(names, arrays, post_ops, quantize)
     problem = _Problem(kind, names, [a for a, _ in read], [q for _, q in read], attrs, posts,
                        quantize)
-    head = (problem.cp.spec.kind, problem.cp.spec_attrs(), problem.ports)
-    return _chain(head, None, problem.post_key, problem.result(), strided=True)[0]
+    return _written_graph(problem.written())
 
 
 def cached() -> list[_Call]:
-    """The fused calls compiled so far, least recently used first."""
-    with _LOCK:
-        return list(_CACHE.values())
+    """The fused calls the cache holds, least recently used first."""
+    return [call for call in _compiled.CACHE.values() if isinstance(call, _Call)]
 
