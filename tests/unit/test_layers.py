@@ -48,17 +48,19 @@ LAYERS = [
     ("3 references and conventions", {"reference", "tolerance", "padding"}),
     ("3 oneDNN's objects", {"graph"}),
     ("3 functional API and JSON", {"ops", "graph_json"}),
-    ("3 compiled operations", {"operation", "torch_like"}),
+    ("3 compiled operations", {"operation", "torch_like", "cache", "tuning"}),
     ("4 graph tools", {"_tools", "_tools.graph_reference", "overrides", "batch"}),
     ("4 the JSON runner and the fusion probe", {"_tools.runner", "_tools.fusion"}),
     ("4 reproducers and the support matrix", {"reproducer", "_tools.support"}),
     ("4 reports", {"_tools.info"}),
+    ("4 this installation", {"system"}),
     ("4 command", {"cli"}),
     ("5 PyTorch: the channel sum", {"torch._channel_sum"}),
     ("5 PyTorch: custom ops", {"torch._library"}),
     ("5 PyTorch's functional API", {"torch.functional"}),
     ("5 PyTorch's modules", {"torch.modules"}),
     ("5 the PyTorch package", {"torch"}),
+    ("the package's deprecated names", {"_deprecated"}),
     ("entry points", {"", "__main__"}),
 ]
 LAYER = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
@@ -67,7 +69,7 @@ LAYER = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 #: the tools and PyTorch's layers (with everything in ``_tools`` and ``torch``).
 ABOVE_THE_ENGINE = {"ops", "operation", "graph", "graph_json", "padding", "torch_like",
                     "overrides", "reproducer", "cli", "batch", "torch", "reference", "tolerance",
-                    "_tools"}
+                    "cache", "tuning", "system", "_tools"}
 
 
 def _above_the_engine(module: str) -> bool:
