@@ -45,8 +45,9 @@ def typecast(source: str, target: str, n: int):
 
 
 def main() -> int:
-    v = og.onednn_version()
-    print(f"`python benchmarks/casts.py` on {_version.cpu_model()}, oneDNN ISA `{og.cpu_isa()}` "
+    v = og.system.onednn_version()
+    print(f"`python benchmarks/casts.py` on {_version.cpu_model()}, "
+          f"oneDNN ISA `{og.system.cpu_isa()}` "
           f"(package casts: `{_core.cast_path()}`), oneDNN {v.major}.{v.minor}.{v.patch}; "
           "best us per conversion, C-contiguous.\n")
     print("| pair | elements | oneDNN reorder | oneDNN TypeCast us | package us | astype us | oneDNN / package |")

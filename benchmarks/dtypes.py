@@ -50,7 +50,7 @@ def _measured(case, kind: str, fmt: str, rounds: int) -> tuple[dict[str, float],
         p = suite.problem(case, kind, dtype, fmt)
         calls[dtype] = (lambda p=p: p.function(*p.arrays, **p.kwargs, out=p.out))
         calls[dtype]()
-        how[dtype] = _how(og.cached_ops()[-1].lowering)
+        how[dtype] = _how(og.cache.cached_ops()[-1].lowering)
     counts = {d: max(1, int(0.02 / max(1e-6, suite._timed(f, 1)))) for d, f in calls.items()}
     best = {d: float("inf") for d in DTYPES}
     for _ in range(rounds):
@@ -66,12 +66,12 @@ def _own_kernels():
     the other form."""
     saved = dict(_kernels.FASTER_IN_F32)
     _kernels.FASTER_IN_F32.clear()
-    og.clear_cache()
+    og.cache.clear_cache()
     try:
         yield
     finally:
         _kernels.FASTER_IN_F32.update(saved)
-        og.clear_cache()
+        og.cache.clear_cache()
 
 
 def main(argv=None) -> int:
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     wanted = set(filter(None, args.cases.split(",")))
     cases = [c for c in suite.CASES if not wanted or c.name in wanted]
-    v = og.onednn_version()
+    v = og.system.onednn_version()
     start = time.perf_counter()
     rows = []
     for c in cases:
@@ -104,7 +104,7 @@ def main(argv=None) -> int:
                                                     for d in DTYPES[1:]) if args.own_kernels else ""),
                     file=sys.stderr)
     lines = [f"`python benchmarks/dtypes.py` on {_version.cpu_model()}, 2 threads, oneDNN ISA "
-             f"`{og.cpu_isa()}` (package casts: `{og._core.cast_path()}`), oneDNN "
+             f"`{og.system.cpu_isa()}` (package casts: `{og._core.cast_path()}`), oneDNN "
              f"{v.major}.{v.minor}.{v.patch}; {len(rows)} configurations in "
              f"{time.perf_counter() - start:.0f} s; best of {args.rounds} side-by-side rounds.", ""]
     for dtype in DTYPES[1:]:

@@ -126,11 +126,12 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((name, dtype, medians, nbytes))
             print(f"{name} {dtype}: " + ", ".join(f"{s} {t * 1e3:.3f} ms" for s, t in medians.items()),
                   file=sys.stderr)
-    v = og.onednn_version()
+    v = og.system.onednn_version()
     header = ["fused", "one by one", "torch", "torch.compile"]
     lines = [
         f"`python benchmarks/fused.py --dtypes {args.dtypes} --rounds {args.rounds}` on "
-        f"{_version.cpu_model()}, CPU ISA {og.cpu_isa()}; oneDNN {v.major}.{v.minor}.{v.patch} "
+        f"{_version.cpu_model()}, CPU ISA {og.system.cpu_isa()}; "
+        f"oneDNN {v.major}.{v.minor}.{v.patch} "
         f"({v.cpu_runtime}){', PyTorch ' + torch.__version__ if torch else ''}; "
         f"{time.perf_counter() - start:.0f} s. ConvTranspose + bias + ReLU + skip Add, NXC "
         "(PyTorch: channels-last), median ms per call; traffic saved = 2 post-ops x "

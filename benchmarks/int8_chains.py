@@ -42,9 +42,10 @@ def main(argv: list[str] | None = None) -> int:
               "max": [post.maximum(s)], "add u8": [post.add(q)],
               "relu,add u8": [post.relu(), post.add(q)]}
     rule = _fused.CUT_BEFORE_BINARY
-    v = og.onednn_version()
+    v = og.system.onednn_version()
     print(f"`python benchmarks/int8_chains.py --rounds {args.rounds}` on {_version.cpu_model()}, "
-          f"CPU ISA {og.cpu_isa()}, oneDNN {v.major}.{v.minor}.{v.patch}; median ms per call, "
+          f"CPU ISA {og.system.cpu_isa()}, oneDNN {v.major}.{v.minor}.{v.patch}; "
+          "median ms per call, "
           "as the package runs it / fused as one partition\n")
     print("| src zero point | result | " + " | ".join(chains) + " |")
     print("|---|---|" + "---|" * len(chains))

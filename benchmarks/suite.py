@@ -591,7 +591,8 @@ def _spread(rows: list[dict[str, Any]], system: str) -> str:
 
 def report(rows: list[dict[str, Any]], peaks: dict[str, Optional[float]], seconds: float,
            memory_rows: list[dict[str, Any]], rounds: int) -> str:
-    from onednn_graph import __version__, cpu_isa, onednn_version
+    from onednn_graph import __version__
+    from onednn_graph.system import cpu_isa, onednn_version
 
     v = onednn_version()
     try:
@@ -696,7 +697,7 @@ def tune_ahead(args: argparse.Namespace) -> int:
     """Tune the suite's configurations into the tuning database (as
     ``onednn-graph tune`` does for JSON cases), so that later tuned calls of
     these problems compile one formulation and time nothing."""
-    from onednn_graph import tuning_database
+    from onednn_graph.tuning import tuning_database
 
     for c in selected(args.cases):
         for kind in OPS:
@@ -714,7 +715,7 @@ def tune_ahead(args: argparse.Namespace) -> int:
 def default_report() -> str:
     """docs/benchmarks/<oneDNN ISA>.md for the default build (oneDNN 3.2, OpenMP), with
     the version and runtime appended for another (…/avx2-onednn-3.13-sycl.md)."""
-    from onednn_graph import cpu_isa, onednn_version
+    from onednn_graph.system import cpu_isa, onednn_version
     v = onednn_version()
     build = "" if (v.major, v.minor, v.cpu_runtime) == (3, 2, "omp") else \
         f"-onednn-{v.major}.{v.minor}-{v.cpu_runtime}"

@@ -74,10 +74,11 @@ def main(argv: list[str] | None = None) -> int:
             ours, theirs = (statistics.median(times[n]) for n in ("oneDNN", "PyTorch"))
             rows.append((dtype, "compiled" if compiled else "eager", ours, theirs))
             print(f"{dtype} {rows[-1][1]}: {ours * 1e3:.2f} / {theirs * 1e3:.2f} ms", file=sys.stderr)
-    v = og.onednn_version()
+    v = og.system.onednn_version()
     lines = [
         f"`python benchmarks/training_step.py --batch {args.batch} --rounds {args.rounds}` on "
-        f"{_version.cpu_model()}, CPU ISA {og.cpu_isa()}; oneDNN {v.major}.{v.minor}.{v.patch} "
+        f"{_version.cpu_model()}, CPU ISA {og.system.cpu_isa()}; "
+        f"oneDNN {v.major}.{v.minor}.{v.patch} "
         f"({v.cpu_runtime}), PyTorch {torch.__version__}; {time.perf_counter() - start:.0f} s. "
         f"One training step (forward, MSE, backward, Adam) of the example's generator, batch "
         f"{args.batch}; median of {args.rounds} rounds of {args.steps} steps.",

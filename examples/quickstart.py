@@ -32,8 +32,8 @@ for i in range(H):
         patch = np.einsum("nc,cokl->nokl", x[:, :, i, j], w, dtype=np.float64)
         expected[:, :, i * STRIDE:i * STRIDE + K, j * STRIDE:j * STRIDE + K] += patch
 
-v = og.onednn_version()
-print(f"oneDNN {v.major}.{v.minor}.{v.patch} ({v.cpu_runtime}), CPU ISA: {og.cpu_isa()}")
+v = og.system.onednn_version()
+print(f"oneDNN {v.major}.{v.minor}.{v.patch} ({v.cpu_runtime}), CPU ISA: {og.system.cpu_isa()}")
 print(f"ConvTranspose {x.shape} -> {y.shape}: max |oneDNN - NumPy| = "
       f"{np.max(np.abs(y - expected)):.3g}")
 

@@ -12,7 +12,7 @@ out="${OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 lists="op/harness_f32_all op/harness_bf16_all op/harness_f16_all pattern/harness_f32_all
        pattern/harness_bf16_all pattern/harness_f16_all pattern/harness_int8_all"
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), oneDNN ISA $(python -c 'import onednn_graph as og; print(og.cpu_isa())')"
+echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), oneDNN ISA $(python -c 'import onednn_graph as og; print(og.system.cpu_isa())')"
 echo
 echo "| oneDNN | list | exit | seconds | benchdnn's counts |"
 echo "| --- | --- | --- | --- | --- |"

@@ -22,10 +22,10 @@ ONEDNN_ROOT="$VIRTUAL_ENV" pip install --no-build-isolation -C build-dir=build/o
 python - <<'PY'
 import importlib.metadata as m
 import onednn_graph as og
-v = og.onednn_version()
+v = og.system.onednn_version()
 assert (v.major, v.minor) == (3, 13), v
 assert "onednn-cpu-gomp" not in {d.metadata["Name"] for d in m.distributions()}
-print(f"onednn-graph on oneDNN {v.major}.{v.minor}.{v.patch} ({v.cpu_runtime}), CPU ISA {og.cpu_isa()}")
+print(f"onednn-graph on oneDNN {v.major}.{v.minor}.{v.patch} ({v.cpu_runtime}), CPU ISA {og.system.cpu_isa()}")
 PY
 python examples/quickstart.py
 python -m pytest

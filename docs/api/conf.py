@@ -76,8 +76,9 @@ def _skip_namedtuple_fields(app, what, name, obj, skip, options):
 def _skip_top_level_names(app, what, name, obj, skip, options):
     """A module's member that ``onednn_graph`` re-exports (shapes.output_shape,
     graph_json.load_graph/save_graph) is documented once, under its top-level name."""
-    if what == "module" and getattr(onednn_graph, name, None) is obj \
-            and name in onednn_graph.__all__:
+    # __all__ first: getattr of a name that moved out of the top level would warn.
+    if what == "module" and name in onednn_graph.__all__ \
+            and getattr(onednn_graph, name) is obj:
         return True
     return None
 

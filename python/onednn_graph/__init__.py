@@ -7,9 +7,12 @@ NumPy reference of the four operations and ``shapes`` their geometry;
 ``torch_like`` offers PyTorch's ``conv_transpose*d`` and ``padding`` converts
 padding between the PyTorch, JAX, ONNX and oneDNN conventions. Every function
 taking an array also takes CPU torch tensors and other DLPack / buffer-protocol
-objects, without copying.
+objects, without copying. ``cache``, ``tuning`` and ``system`` hold the call
+cache, tuning and what this installation is and can do; ``reproducer`` writes a
+call out as a benchdnn case.
 """
 
+import typing as _typing
 from importlib import metadata as _metadata
 
 from .errors import Error, UnsupportedError
@@ -28,45 +31,45 @@ except ImportError as exc:  # pragma: no cover - only without a built extension
         "against oneDNN; importing from the source tree does not work."
     ) from exc
 
-from . import (errors, graph, graph_json, operation, ops, overrides, padding, post, quant,
-               reference, shapes, tolerance, torch_like)
-from . import _impl
-from ._core import Engine, LogicalTensor, Stream, onednn_allocations, reset_onednn_peak
-from ._impl.compiled import CacheInfo, cache_info, cached_ops, clear_cache, set_cache_capacity
-from ._tools.info import capabilities
-from ._impl.tuning import set_tuning, tuning_enabled
-from ._impl.tuning_db import TuningDatabase, TuningEntry, tuning_database
-from ._impl.version import cpu_isa, onednn_version
+from . import (cache, errors, graph, graph_json, operation, ops, overrides, padding, post, quant,
+               reference, reproducer, shapes, system, tolerance, torch_like, tuning)
+from . import _deprecated
+from ._core import Engine, LogicalTensor, Stream
 from .graph import CompiledPartition, Graph, Op, Partition, Tensor
 from .graph_json import load_graph, save_graph
 from .operation import FusedOperation, Operation, compile_op
 from .ops import (conv_transpose, conv_transpose_backprop_filters, conv_transpose_backward_data,
                   conv_transpose_backward_weights, convolution_backward_data)
-from .reproducer import reproducer
 from .shapes import output_shape
 
+# The top level is what a program running the ops needs: the functional API, compiled
+# calls, oneDNN's objects, JSON graphs (a Graph's file form) and the errors. What tunes,
+# inspects or reproduces a run is in a module named for it (cache, tuning, system,
+# reproducer, overrides), as boost-histogram and iminuit keep their top levels small.
 __all__ = [
     # the functional API and compiled operations
     "conv_transpose", "conv_transpose_backward_data", "conv_transpose_backward_weights",
     "convolution_backward_data", "conv_transpose_backprop_filters", "output_shape",
     "compile_op", "Operation", "FusedOperation",
-    # the call cache and tuning
-    "cache_info", "CacheInfo", "cached_ops", "clear_cache", "set_cache_capacity", "set_tuning",
-    "tuning_enabled", "tuning_database", "TuningDatabase", "TuningEntry",
-    # oneDNN's low-level objects
+    # oneDNN's low-level objects, and a graph as a file
     "CompiledPartition", "Engine", "Graph", "LogicalTensor", "Op", "Partition", "Stream", "Tensor",
-    # JSON graphs and reproducers
-    "load_graph", "save_graph", "reproducer",
-    # this installation
-    "capabilities", "cpu_isa", "onednn_version", "onednn_allocations", "reset_onednn_peak",
+    "load_graph", "save_graph",
     # errors
     "Error", "UnsupportedError",
     # modules
-    "errors", "graph", "graph_json", "operation", "ops", "overrides", "padding", "post", "quant",
-    "reference", "shapes", "tolerance", "torch_like",
+    "cache", "errors", "graph", "graph_json", "operation", "ops", "overrides", "padding", "post",
+    "quant", "reference", "reproducer", "shapes", "system", "tolerance", "torch_like", "tuning",
 ]
-_impl.export(__name__, cache_info, CacheInfo, cached_ops, clear_cache, set_cache_capacity,
-             set_tuning, tuning_enabled, tuning_database, TuningDatabase, TuningEntry, capabilities, cpu_isa, onednn_version)
+
+# Until the next release: og.reproducer(...) as the function that shadowed this module.
+reproducer.__class__ = _deprecated.CallableReproducerModule
+
+# Hidden from type checkers: mypy then reports a moved (or misspelled) name as missing
+# instead of typing every attribute of the package as Any.
+if not _typing.TYPE_CHECKING:
+    def __getattr__(name: str) -> _typing.Any:
+        """The top-level names that moved into modules, for one more release (PEP 562)."""
+        return _deprecated.moved(name)
 
 
 def __dir__() -> list[str]:

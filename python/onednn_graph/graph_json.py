@@ -483,8 +483,9 @@ def save_graph(graph: _graph.Graph, path: Union[str, "os.PathLike[str]"]) -> Non
     """Write `graph` to `path` in oneDNN's JSON format (see :func:`to_json`).
 
     >>> import os, tempfile, numpy as np, onednn_graph as og
-    >>> g = og.load_graph(og.reproducer(og.conv_transpose, np.ones((1, 3, 2), np.float32),
-    ...                                 np.ones((2, 1, 2), np.float32), strides=2).spec)
+    >>> from onednn_graph.reproducer import reproducer
+    >>> g = og.load_graph(reproducer(og.conv_transpose, np.ones((1, 3, 2), np.float32),
+    ...                              np.ones((2, 1, 2), np.float32), strides=2).spec)
     >>> path = os.path.join(tempfile.mkdtemp(), "case.json")
     >>> og.save_graph(g, path)
     >>> og.load_graph(path).to_json() == g.to_json()

@@ -136,19 +136,20 @@ def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
         A functional-API function (``og.conv_transpose``, ...) called with
         ``*args, **kwargs`` (described, not executed); a spec-level
         :class:`Graph`; an :class:`Operation` from ``og.compile_op``; or an
-        entry of the compiled-op cache (``og.cached_ops()``). A
+        entry of the compiled-op cache (``og.cache.cached_ops()``). A
         compiled op is written as it was handed to oneDNN (``spec`` equals
         ``native``); a fused call (a ``FusedOperation``, or its entry in
-        ``og.cached_ops()``) as its graph, as the functional-API call with its
+        ``og.cache.cached_ops()``) as its graph, as the functional-API call with its
         ``post_ops`` / ``quantize`` would be.
 
     Examples
     --------
     >>> import numpy as np, onednn_graph as og
+    >>> from onednn_graph.reproducer import reproducer
     >>> x = np.ones((1, 8, 5, 5), np.float32)
     >>> w = np.ones((8, 4, 3, 3), np.float32)
-    >>> r = og.reproducer(og.conv_transpose, x, w, strides=2, data_format="NCX",
-    ...                   weights_format="IOX")
+    >>> r = reproducer(og.conv_transpose, x, w, strides=2, data_format="NCX",
+    ...                weights_format="IOX")
     >>> r.spec["graph"][0]["outputs"][0]["shape"]
     [1, 4, 11, 11]
     >>> r.command("case.json").split()[:4]

@@ -92,7 +92,7 @@ def test_the_chain_computes_every_op(kind, dtype, data_format, geometry):
 def test_the_package_takes_the_chain_where_the_probe_finds_no_kernel(kind, dtype, geometry):
     p = _problem(kind, dtype, "NXC", *geometry)
     way, arrays, _, target = _native_op(p)
-    og.clear_cache()
+    og.cache.clear_cache()
     got = getattr(og.ops, registry.function(kind))(*p.args, **p.kwargs)
     [op] = _compiled.CACHE.ops()
     taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
@@ -104,7 +104,7 @@ def test_the_package_takes_the_chain_where_the_probe_finds_no_kernel(kind, dtype
         [prepared] = _compiled.CACHE.values()
         if not way.crop:  # a cropped call needs the Python path (_call.Prepared.run)
             assert isinstance(prepared.direct, og._core.ChainCall)
-        assert dtype in op.reason and og.cpu_isa() in op.reason
+        assert dtype in op.reason and og.system.cpu_isa() in op.reason
     else:
         assert op.dtype == dtype and "TypeCasts" not in op.lowering
     assert got.dtype == p.args[0].dtype
@@ -158,7 +158,7 @@ def test_a_chain_reads_strided_inputs_and_writes_a_strided_out_where_they_lie(
     views = [_strided(a, rng) for a in p.args]
     out = _strided(np.zeros(p.output_shape, p.args[0].dtype), rng)
     canary = out.base.copy()
-    og.clear_cache()
+    og.cache.clear_cache()
     got = getattr(og.ops, registry.function(kind))(*views, **p.kwargs, out=out)
     assert got is out
     np.testing.assert_array_equal(out.base[..., 1::2], canary[..., 1::2])  # nothing else written
@@ -294,10 +294,10 @@ def test_constant_weights_are_cast_once(rng):
 @pytest.mark.parametrize("dtype", LOW)
 def test_the_reproducer_writes_what_runs(rng, dtype):
     x, w = random(rng, (1, 4, 4, 3), dtype), random(rng, (2, 2, 5, 3), dtype)
-    r = og.reproducer(og.conv_transpose, x, w, strides=2)
+    r = og.reproducer.reproducer(og.conv_transpose, x, w, strides=2)
     assert [op["kind"] for op in r.spec["graph"]] == ["ConvTranspose"]
     op = og.compile_op("ConvTranspose", src=x, weights=w, strides=2)
-    assert og.reproducer(op).native == r.native
+    assert og.reproducer.reproducer(op).native == r.native
     ops = r.native["graph"]
     runs = op._prepared.op.kind  # ConvolutionBackwardData for a tiny one (_lowering.TINY_FLOPS)
     if not isinstance(op._prepared.op, _as_f32.F32Chain):
@@ -389,7 +389,7 @@ def test_a_problem_runs_as_the_rule_says_here_and_tuning_measures_both_forms(rng
             "ConvolutionBackwardData": (og.convolution_backward_data, (x, w.transpose(0, 1, 3, 2)),
                                         dict(dst_shape=y_shape, weights_format="XIO"))}[kind]
     fn, args, extra = call
-    og.clear_cache()
+    og.cache.clear_cache()
     got = fn(*args, **kw, **extra)
     [op] = _compiled.CACHE.ops()
     taken = [a.shape for a in args]

@@ -15,26 +15,26 @@ from helpers import assert_matches_reference, random
 
 @pytest.fixture
 def fresh_cache():
-    og.clear_cache()
-    capacity = og.cache_info().capacity
+    og.cache.clear_cache()
+    capacity = og.cache.cache_info().capacity
     yield
-    og.set_cache_capacity(capacity)
-    og.clear_cache()
+    og.cache.set_cache_capacity(capacity)
+    og.cache.clear_cache()
 
 
 def test_a_repeated_call_compiles_nothing(rng, fresh_cache):
     x, w = random(rng, (2, 4, 4, 3), "f32"), random(rng, (2, 2, 5, 3), "f32")
     first = og.conv_transpose(x, w, strides=2)
-    info = og.cache_info()
+    info = og.cache.cache_info()
     assert (info.hits, info.misses, info.size) == (0, 1, 1) and info.compile_seconds > 0
     for _ in range(3):
         np.testing.assert_array_equal(og.conv_transpose(x, w, strides=2), first)
-    info2 = og.cache_info()
+    info2 = og.cache.cache_info()
     assert (info2.hits, info2.misses, info2.compile_seconds) == (3, 1, info.compile_seconds)
     # Another stride is another signature; so are other strides of the same shape.
     og.conv_transpose(x, w, strides=1)
     og.conv_transpose(np.asfortranarray(x), w, strides=2)
-    assert og.cache_info().misses == 3
+    assert og.cache.cache_info().misses == 3
 
 
 def test_the_native_signature_tells_calls_apart():
@@ -85,29 +85,29 @@ def test_execute_arrays_refuses_an_output_over_an_input(rng):
 
 
 def test_capacity_bounds_the_cache(rng, fresh_cache):
-    og.set_cache_capacity(2)
+    og.cache.set_cache_capacity(2)
     x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 2, 3), "f32")
     for s in (1, 2, 3):
         og.conv_transpose(x, w, strides=s)
-    assert og.cache_info().size == 2
-    og.set_cache_capacity(0)
+    assert og.cache.cache_info().size == 2
+    og.cache.set_cache_capacity(0)
     og.conv_transpose(x, w, strides=1)
-    assert og.cache_info().size == 0
+    assert og.cache.cache_info().size == 0
     with pytest.raises(ValueError, match="capacity"):
-        og.set_cache_capacity(-1)
+        og.cache.set_cache_capacity(-1)
 
 
 def test_the_least_recently_used_call_goes_first(rng, fresh_cache):
-    og.set_cache_capacity(2)
+    og.cache.set_cache_capacity(2)
     x, w = random(rng, (1, 4, 3), "f32"), random(rng, (2, 2, 3), "f32")
     for s in (1, 2, 1, 3):  # strides 1 is used again before 3 comes: 2 is the one to go
         og.conv_transpose(x, w, strides=s)
-    before = og.cache_info()
+    before = og.cache.cache_info()
     og.conv_transpose(x, w, strides=1)
     og.conv_transpose(x, w, strides=3)
-    assert og.cache_info().hits == before.hits + 2
+    assert og.cache.cache_info().hits == before.hits + 2
     og.conv_transpose(x, w, strides=2)
-    assert og.cache_info().misses == before.misses + 1
+    assert og.cache.cache_info().misses == before.misses + 1
 
 
 def test_a_refused_cached_call_writes_nothing_and_counts_once(rng, fresh_cache):
@@ -119,11 +119,11 @@ def test_a_refused_cached_call_writes_nothing_and_counts_once(rng, fresh_cache):
     og.conv_transpose(x, w, strides=2, out=out)  # cached with this `out` layout
     read_only = np.full_like(out, np.nan)
     read_only.flags.writeable = False
-    info = og.cache_info()
+    info = og.cache.cache_info()
     with pytest.raises(ValueError, match="out is read-only"):
         og.conv_transpose(x, w, strides=2, out=read_only)
     assert np.isnan(read_only).all()
-    assert og.cache_info()[:2] == (info.hits + 1, info.misses)
+    assert og.cache.cache_info()[:2] == (info.hits + 1, info.misses)
 
 
 def test_direct_call_runs_or_refuses_without_running(rng):

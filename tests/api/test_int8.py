@@ -100,7 +100,7 @@ def test_the_int8_replay_and_reproducer(rng, tmp_path):
     from onednn_graph._tools import runner
     x, w, b = _data(rng)
     args = (quant.per_tensor(x, 0.02, 128), quant.per_channel(w, 0.01 + 0.001 * np.arange(OC), axis=2), b)
-    r = og.reproducer(og.conv_transpose, *args, **ATTRS, post_ops=[post.relu()],
+    r = og.reproducer.reproducer(og.conv_transpose, *args, **ATTRS, post_ops=[post.relu()],
                       quantize=quant.to("u8", 0.05, 3))
     kinds = [op["kind"] for op in r.spec["graph"]]
     assert kinds == ["Dequantize", "Dequantize", "ConvTranspose", "ReLU", "Quantize"]
@@ -195,7 +195,7 @@ def test_a_graph_with_a_skip_of_another_dtype_replays_right(rng):
     x, w, b = _data(rng)
     shape = og.output_shape("ConvTranspose", [x.shape, w.shape], **ATTRS)
     skip = quant.per_tensor(rng.integers(0, 256, shape).astype(np.uint8), 0.03, 5)
-    g = og.load_graph(og.reproducer(og.conv_transpose, quant.per_tensor(x, 0.02, 128),
+    g = og.load_graph(og.reproducer.reproducer(og.conv_transpose, quant.per_tensor(x, 0.02, 128),
                                     quant.per_tensor(w, 0.01), b, **ATTRS, post_ops=[post.add(skip)],
                                     quantize=quant.to("s8", 0.05, 3)).spec)
     result = runner.run(g)

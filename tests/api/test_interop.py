@@ -174,12 +174,12 @@ def test_calls_on_torch_tensors_are_cached(rng):
     cache, as one on ndarrays is: the tensors are read as NumPy views of their memory.
     Truth: the cache's own counts, and the reference for the result."""
     torch = _torch()
-    og.clear_cache()
+    og.cache.clear_cache()
     x, w = _tensor(torch, random(rng, (1, 3, 3, 4), "f32")), _tensor(torch, random(rng, (2, 2, 5, 4), "f32"))
     out = torch.empty(1, 6, 6, 5)
     for _ in range(3):
         assert og.conv_transpose(x, w, strides=2, out=out) is out
-    info = og.cache_info()
+    info = og.cache.cache_info()
     assert (info.misses, info.hits) == (1, 2)
     want = og.reference.conv_transpose(x.numpy(), w.numpy(), strides=2)
     assert np.allclose(out.numpy(), want, atol=1e-5)

@@ -212,7 +212,7 @@ def test_default_rule_on_this_cpu_runs_it_through_the_public_api(rng):
     cp = _plan.plan_call(CT, input_names(CT), arrays, dict(kw))
     op = og.compile_op(CT, src=arrays[0], weights=arrays[1], bias=arrays[2], **kw)
     assert op.lowering == cp.way.lowering
-    expected = (_lowering.linked_version(), og.cpu_isa()) in _lowering.MATMUL_FEW_CHANNELS
+    expected = (_lowering.linked_version(), og.system.cpu_isa()) in _lowering.MATMUL_FEW_CHANNELS
     assert op.lowering.startswith(_lowering.AS_MATMUL) == expected
     got = og.conv_transpose(*arrays, **kw)
     assert_call_matches_reference(CT, arrays, kw, got, "f32")
@@ -235,7 +235,7 @@ def test_reproducer_holds_the_matmul_and_replays_exactly(rng, kind, fmt):
     wfmt = _registry.SPECS[kind].weights_formats[0]
     arrays, kw = _problem(rng, kind, fmt, wfmt, 2, 2, bias=kind == CT)
     cp, prepared = _as_matmul(kind, arrays, kw)
-    doc = og.reproducer(prepared.op).native
+    doc = og.reproducer.reproducer(prepared.op).native
     assert [op["kind"] for op in doc["graph"]] == ["MatMul"]
     assert _runner.run(og.load_graph(doc), exact=True).passed
     # A planned call (described, not run) writes the same MatMul.

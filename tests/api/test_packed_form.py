@@ -138,7 +138,7 @@ def test_reproducer_holds_the_convolution_and_replays_exactly(rng, kind, fmt):
     wfmt = _registry.SPECS[kind].weights_formats[0]
     arrays, kw = _problem(rng, kind, fmt, wfmt, 2, 3, (1, 1), 3, bias=kind == CT, spatial=(6, 8))
     _, prepared = _packed(kind, arrays, kw)
-    doc = og.reproducer(prepared.op).native
+    doc = og.reproducer.reproducer(prepared.op).native
     [op] = doc["graph"]
     assert op["kind"] == "Convolution" and op["attrs"]["strides"]["value"][-1] == \
         prepared.op.positions

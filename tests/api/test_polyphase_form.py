@@ -113,6 +113,6 @@ def test_reproducer_holds_a_convolution_per_phase_and_replays_exactly(rng, kind)
     cp = _plan.plan_call(kind, input_names(kind)[:len(arrays)], arrays, dict(kw))
     way = _lowering.polyphase_way(cp.plan, cp.input_shapes, cp.native)
     prepared = _call.prepare(dataclasses.replace(cp, way=way), arrays)
-    doc = og.reproducer(prepared.op).native
+    doc = og.reproducer.reproducer(prepared.op).native
     assert [op["kind"] for op in doc["graph"]] == ["Convolution"] * 4  # stride 2 on 2 axes
     assert _runner.run(og.load_graph(doc), exact=True).passed

@@ -58,8 +58,8 @@ def test_each_unary_post_op_is_fused_and_matches_the_reference(rng, p, dtype):
     # oneDNN 3.2's convtranspose_post_ops_fusion takes each, in every dtype. 3.13, where
     # it has no kernel for the dtype (bf16/f16 below AVX-512), returns the op's partition
     # (unsupported: run in f32 between TypeCasts) and the post-op's apart.
-    v = og.onednn_version()
-    no_kernel = dtype != "f32" and not og.cpu_isa().startswith("avx512")
+    v = og.system.onednn_version()
+    no_kernel = dtype != "f32" and not og.system.cpu_isa().startswith("avx512")
     assert fused.partitions == 1 or ((v.major, v.minor) >= (3, 13) and no_kernel), fused.partitions
     _check(got, x, w, b, [p], dtype)
 
@@ -153,7 +153,8 @@ def test_a_fused_call_is_written_and_replayed_by_the_driver(rng, tmp_path):
     from onednn_graph._tools import runner
     x, w, b = _arrays(rng, "f32")
     skip = random(rng, og.output_shape("ConvTranspose", [x.shape, w.shape], **ATTRS), "f32")
-    r = og.reproducer(og.conv_transpose, x, w, b, **ATTRS, post_ops=[post.relu(), post.add(skip)])
+    r = og.reproducer.reproducer(og.conv_transpose, x, w, b, **ATTRS,
+                                 post_ops=[post.relu(), post.add(skip)])
     assert [op["kind"] for op in r.spec["graph"]] == ["ConvTranspose", "ReLU", "Add"]
     r.save(tmp_path / "case.json")
     result = runner.run(og.load_graph(tmp_path / "case.json"))
@@ -167,7 +168,8 @@ def test_the_driver_fails_a_wrong_fused_result(rng, tmp_path, monkeypatch):
     """The graph check can fail: a reference ReLU that is not oneDNN's is caught."""
     from onednn_graph._tools import runner
     x, w, b = _arrays(rng, "f32")
-    g = og.load_graph(og.reproducer(og.conv_transpose, x, w, b, **ATTRS, post_ops=[post.relu()]).spec)
+    r = og.reproducer.reproducer(og.conv_transpose, x, w, b, **ATTRS, post_ops=[post.relu()])
+    g = og.load_graph(r.spec)
     monkeypatch.setitem(og.reference._UNARY, "ReLU", lambda y, a: np.maximum(y, 0.01))
     result = runner.run(g)
     assert result.passed is False
@@ -196,12 +198,12 @@ def test_compile_op_with_post_ops_is_the_fused_call(rng):
 
 
 def test_capabilities_list_what_this_onednn_fuses_and_calls_agree(rng):
-    """og.capabilities()["fusion"] is asked of oneDNN's fusion policy; every post-op it
+    """og.system.capabilities()["fusion"] is asked of oneDNN's fusion policy; every post-op it
     lists as fused gives a one-partition call here (f32), and oneDNN 3.2's pattern takes
     all 23."""
-    fusion = og.capabilities()["fusion"]["ConvTranspose"]
+    fusion = og.system.capabilities()["fusion"]["ConvTranspose"]
     assert sorted(fusion["fused"] + fusion["apart"]) == sorted(post.UNARY + post.BINARY)
-    if tuple(og.onednn_version()[:2]) == (3, 2):
+    if tuple(og.system.onednn_version()[:2]) == (3, 2):
         assert fusion["apart"] == []
     x, w, b = _arrays(rng, "f32")
     shape = og.output_shape("ConvTranspose", [x.shape, w.shape, b.shape], **ATTRS)
@@ -217,12 +219,12 @@ def test_capabilities_list_each_chain_as_the_patterns_of_this_onednn_say(rng):
     """The int8 chain (Dequantize, ConvTranspose, bias, the post-op, Quantize) and the
     backward-data ops, asked of the fusion policy: oneDNN 3.2's and 3.13's int8 pattern
     takes every post-op, their backward-data ops match single-op patterns only."""
-    fusion = og.capabilities()["fusion"]
+    fusion = og.system.capabilities()["fusion"]
     assert set(fusion) == {"ConvTranspose", "ConvTranspose int8", "ConvTransposeBackwardData",
                            "ConvolutionBackwardData"}
     for chain in fusion.values():
         assert sorted(chain["fused"] + chain["apart"]) == sorted(post.UNARY + post.BINARY)
-    if tuple(og.onednn_version()[:2]) in ((3, 2), (3, 13)):
+    if tuple(og.system.onednn_version()[:2]) in ((3, 2), (3, 13)):
         assert fusion["ConvTranspose int8"]["apart"] == []
         assert fusion["ConvTransposeBackwardData"]["fused"] == []
         assert fusion["ConvolutionBackwardData"]["fused"] == []

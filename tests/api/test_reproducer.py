@@ -9,6 +9,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import shapes
+from onednn_graph.reproducer import reproducer
 from onednn_graph._impl import compiled as _compiled, cost as _cost
 from onednn_graph._tools import runner as _runner
 from onednn_graph.tolerance import accumulation_terms, exact_range
@@ -38,7 +39,7 @@ def _calls(rng):
                                   "ConvTransposeBackwardWeights", "ConvolutionBackwardData"])
 def test_reproducer_replays_exactly(rng, kind, tmp_path):
     fn, args, kw = _calls(rng)[kind]
-    r = og.reproducer(fn, *args, **kw)
+    r = reproducer(fn, *args, **kw)
     assert r.spec["graph"][0]["kind"] == kind
     for native in (False, True):
         path = tmp_path / f"{kind}-{native}.json"
@@ -54,10 +55,10 @@ def test_reproducer_replays_exactly(rng, kind, tmp_path):
 
 def test_lowered_calls_write_what_onednn_ran(rng):
     fn, args, kw = _calls(rng)["ConvolutionBackwardData"]
-    r = og.reproducer(fn, *args, **kw)
+    r = reproducer(fn, *args, **kw)
     assert r.native["graph"][0]["kind"] == "ConvTranspose"  # groups > 1 runs as ConvTranspose
     fn, args, kw = _calls(rng)["ConvTransposeBackwardData"]
-    assert og.reproducer(fn, *args, **kw).native["graph"][0]["kind"] == "Convolution"
+    assert reproducer(fn, *args, **kw).native["graph"][0]["kind"] == "Convolution"
 
 
 def test_a_call_run_another_way_by_default_writes_that_way(rng, tmp_path):
@@ -69,7 +70,7 @@ def test_a_call_run_another_way_by_default_writes_that_way(rng, tmp_path):
     w_shape = (3, 2, 3, 4)
     dy = rng.integers(-2, 3, shapes.output_shape("ConvTranspose", [x.shape, w_shape], **kw))
     dy = dy.astype(np.float32)
-    r = og.reproducer(og.conv_transpose_backward_weights, x, dy, w_shape, **kw)
+    r = reproducer(og.conv_transpose_backward_weights, x, dy, w_shape, **kw)
     [op] = r.native["graph"]
     assert op["kind"] == "ConvolutionBackwardWeights"
     assert [t["shape"] for t in op["inputs"]] == [list(dy.shape), list(x.shape)]
@@ -83,7 +84,7 @@ def test_reproducer_runs_nothing(rng):
     fn, args, kw = _calls(rng)["ConvTranspose"]
     out = np.full(fn(*args, **kw).shape, np.nan, np.float32)
     before = _compiled.CACHE.misses + _compiled.CACHE.hits
-    og.reproducer(fn, *args, out=out, **kw)
+    reproducer(fn, *args, out=out, **kw)
     assert np.isnan(out).all() and _compiled.CACHE.misses + _compiled.CACHE.hits == before
 
 
@@ -91,19 +92,19 @@ def test_reproducer_of_a_compiled_op_and_of_a_graph(rng):
     fn, args, kw = _calls(rng)["ConvTranspose"]
     fn(*args, **kw)
     latest = _compiled.CACHE.ops()[-1]
-    r = og.reproducer(latest)
+    r = reproducer(latest)
     assert r.spec == r.native and r.spec["graph"][0]["kind"] == latest.kind
     assert _runner.run(og.load_graph(r.spec), exact=True).passed
     op = og.compile_op("ConvTranspose", src=args[0], weights=args[1], **kw)
-    assert og.reproducer(op).spec["graph"][0]["attrs"] == r.spec["graph"][0]["attrs"]
-    g = og.load_graph(og.reproducer(fn, *args, **kw).spec)
-    assert og.reproducer(g).spec == g.to_json()
+    assert reproducer(op).spec["graph"][0]["attrs"] == r.spec["graph"][0]["attrs"]
+    g = og.load_graph(reproducer(fn, *args, **kw).spec)
+    assert reproducer(g).spec == g.to_json()
 
 
 @pytest.mark.parametrize("target", [np.add, 42])
 def test_reproducer_refuses_other_targets(target):
     with pytest.raises(TypeError):
-        og.reproducer(target, 1, 2)
+        reproducer(target, 1, 2)
 
 
 def test_flops_and_terms_by_hand():
@@ -131,5 +132,5 @@ def test_exact_range_keeps_f32_sums_exact():
 
 def test_reproducer_json_is_plain_json(rng):
     fn, args, kw = _calls(rng)["ConvTransposeBackwardWeights"]
-    r = og.reproducer(fn, *args, **kw)
+    r = reproducer(fn, *args, **kw)
     assert json.loads(json.dumps(r.spec)) == r.spec

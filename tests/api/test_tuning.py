@@ -142,23 +142,23 @@ def test_a_tuned_operation_still_names_a_wrong_input():
 def test_set_tuning_lets_the_functional_api_tune_new_problems():
     p = _problem("ConvTransposeBackwardWeights", GEOMETRIES[1], "NXC", "f32")
     shape_kwargs = dict(p.kwargs)
-    og.clear_cache()
-    og.set_tuning(True)
+    og.cache.clear_cache()
+    og.tuning.set_tuning(True)
     try:
-        assert og.tuning_enabled()
+        assert og.tuning.tuning_enabled()
         # An `out` in Fortran order: tuning times into memory of that layout, not into `out`.
         out = np.full(p.output_shape[::-1], np.nan, np.float32).T
         got = og.conv_transpose_backward_weights(*p.args, out=out, **shape_kwargs)
         [compiled] = _compiled.CACHE.ops()
         assert compiled.tuning is not None and compiled.lowering in compiled.tuning
     finally:
-        og.set_tuning(False)
-        og.clear_cache()
-    assert got is out and not og.tuning_enabled()
+        og.tuning.set_tuning(False)
+        og.cache.clear_cache()
+    assert got is out and not og.tuning.tuning_enabled()
     result = _support._check(p, out)
     assert result.ok, str(result)
     with pytest.raises(TypeError, match="bool"):
-        og.set_tuning(1)
+        og.tuning.set_tuning(1)
 
 
 # (kind, dtype, data_format, groups, on AVX-512, below AVX-512): the op kind the
@@ -233,7 +233,7 @@ def test_the_default_formulation(kind, dtype, data_format, groups, on_avx512, be
     and compute the op (truth: the reference) in a plain, a folded and a cropped geometry.
     A row's `dtype` is the one the op runs in: a bf16/f16 call that this CPU's oneDNN
     runs as the f32 chain follows the f32 rows (an f32 row checks those calls too)."""
-    isa = og.cpu_isa()
+    isa = og.system.cpu_isa()
     version = _lowering.linked_version()
     runs_as = _default(kind, dtype, data_format, groups, on_avx512, below, isa, version)
     if kind == "ConvTranspose" and geometry == GEOMETRIES[6]:
@@ -254,7 +254,7 @@ def test_the_default_formulation(kind, dtype, data_format, groups, on_avx512, be
         assert (reason in op.lowering) == (runs_as != kind), op.lowering
         result = _support._check(p, op(*p.args))
         assert result.ok, str(result)
-        og.clear_cache()
+        og.cache.clear_cache()
         result = _support._check(p, getattr(og.ops, registry.function(kind))(*p.args, **p.kwargs))
         assert result.ok, str(result)
         [compiled] = _compiled.CACHE.ops()
@@ -272,7 +272,8 @@ def test_only_a_tiny_conv_transpose_without_bias_runs_as_convolution_backward_da
     args = (x, w, random(rng, (16,), "f32")) if bias else (x, w)
     names = ("src", "weights", "bias")[:len(args)]
     op = og.compile_op("ConvTranspose", **dict(zip(names, args)), strides=2)
-    if (_lowering.linked_version(), _lowering.avx512(og.cpu_isa())) not in _lowering.MEASURED:
+    isa = og.system.cpu_isa()
+    if (_lowering.linked_version(), _lowering.avx512(isa)) not in _lowering.MEASURED:
         runs_as = "ConvTranspose"  # an unmeasured oneDNN and CPU family: as written
     assert op._prepared.op.kind == runs_as
     # f32 NXC, 144 products per output: within rounding of the float64 reference
@@ -304,11 +305,12 @@ def test_tuning_a_problem_whose_default_is_an_alternative_times_the_native_op_to
     p = _problem("ConvTransposeBackwardWeights", GEOMETRIES[1], "NXC", "f32", "depthwise")
     x, dy = p.args
     v = _lowering.linked_version()
-    if (v, _lowering.avx512(og.cpu_isa())) not in _lowering.MEASURED:
+    if (v, _lowering.avx512(og.system.cpu_isa())) not in _lowering.MEASURED:
         pytest.skip(f"oneDNN {v} was not measured on this CPU family: no default alternative")
     op = og.compile_op("ConvTransposeBackwardWeights", src=x, diff_dst=dy, threads=0,
                        tune=True, **p.kwargs)
     assert set(op.tuning) == {"native", "ConvolutionBackwardWeights of diff_dst and src (faster on "
-                                        f"oneDNN {v[0]}.{v[1]} for f32 NXC with groups > 1 on {og.cpu_isa()})"}
+                                        f"oneDNN {v[0]}.{v[1]} for f32 NXC with groups > 1 on "
+                                        f"{og.system.cpu_isa()})"}
     # the fastest where it won clearly, else the default (the alternative here)
     assert op.lowering == min(op.tuning, key=op.tuning.get) or "default stands" in op.tuning_verdict

@@ -35,7 +35,7 @@ def _tune():
 def _fresh():
     """A new database object over the same directory: what another process reads."""
     _tuning_db._current = None
-    return og.tuning_database()
+    return og.tuning.tuning_database()
 
 
 @pytest.fixture
@@ -79,14 +79,14 @@ def test_a_warm_database_compiles_only_the_chosen_formulation(counted, rng):
 def test_the_functional_api_uses_the_database_under_set_tuning(counted, monkeypatch):
     _tune()
     _fresh()
-    og.clear_cache()
+    og.cache.clear_cache()
     monkeypatch.setattr(_tuning, "_functional", True)
     counted.update(compiles=0, timings=0)
     dy, w = np.ones((2, 9, 9, 8), np.float32), np.ones((3, 3, 8, 8), np.float32)
     kw = {k: v for k, v in PROBLEM.items() if k not in ("diff_dst", "weights", "dtype")}
     og.conv_transpose_backward_data(dy, w, **kw)
     assert counted == {"compiles": 1, "timings": 0}
-    og.clear_cache()
+    og.cache.clear_cache()
 
 
 def test_decisions_hold_for_the_machine_that_measured_them(counted, monkeypatch):
@@ -104,7 +104,7 @@ def test_decisions_hold_for_the_machine_that_measured_them(counted, monkeypatch)
 def test_processes_tuning_at_once_lose_nothing(tmp_path):
     """Eight processes store 25 decisions each at once: all 200 are in the file."""
     code = ("import sys, onednn_graph as og\n"
-            "db = og.tuning_database()\n"
+            "db = og.tuning.tuning_database()\n"
             "for i in range(25):\n"
             "    db.put(f'{sys.argv[1]}-{i}', {'kind': 'ConvTranspose', 'threads': 0, "
             "'seconds': {}, 'problem': 'p'})\n")
@@ -173,7 +173,7 @@ def test_the_command_tunes_a_json_graph_ahead_of_time(capsys, counted):
 
     assert cli.main(["tuning", "--json"]) == cli.EXIT_PASS
     doc = json.loads(capsys.readouterr().out)
-    assert len(doc["decisions"]) == 1 and doc["machine"]["isa"] == og.cpu_isa()
+    assert len(doc["decisions"]) == 1 and doc["machine"]["isa"] == og.system.cpu_isa()
     assert cli.main(["tuning"]) == cli.EXIT_PASS
     assert "1 decision(s)" in capsys.readouterr().out
     assert cli.main(["tuning", "--clear"]) == cli.EXIT_PASS
@@ -184,7 +184,7 @@ def test_the_command_tunes_a_json_graph_ahead_of_time(capsys, counted):
 
 
 def test_the_environment_turns_functional_tuning_on():
-    code = "import onednn_graph as og; print(og.tuning_enabled())"
+    code = "import onednn_graph as og; print(og.tuning.tuning_enabled())"
     env = dict(os.environ, ONEDNN_GRAPH_TUNING="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout
@@ -199,4 +199,4 @@ def test_nothing_in_the_suite_writes_to_the_users_cache():
     assert _tuning_db.default_directory() != _tuning_db.Path.home() / ".cache" / "onednn-graph"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert repr(og.tuning_database()).startswith("TuningDatabase(")
+        assert repr(og.tuning.tuning_database()).startswith("TuningDatabase(")

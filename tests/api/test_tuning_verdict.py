@@ -59,14 +59,14 @@ PROBLEM = dict(diff_dst=(4, 33, 33, 32), weights=(3, 3, 1, 32), strides=2, pads_
 
 
 def _tuned():
-    og.clear_cache()
+    og.cache.clear_cache()
     return og.compile_op("ConvTransposeBackwardData", tune=True, threads=0, **PROBLEM)
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="the OS does not say how busy it is")
 def test_a_decision_made_while_other_processes_load_the_cpu_is_the_quiet_one_or_is_not_stored():
     quiet = _tuned()
-    og.tuning_database().clear()
+    og.tuning.tuning_database().clear()
     spin = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(os.cpu_count() or 1)]
     try:
@@ -76,7 +76,7 @@ def test_a_decision_made_while_other_processes_load_the_cpu_is_the_quiet_one_or_
         for p in spin:
             p.kill()
             p.wait()
-    stored = og.tuning_database().entries()
+    stored = og.tuning.tuning_database().entries()
     if busy.tuning_verdict.startswith("the machine was busy"):
         assert stored == [] and busy.lowering == og.compile_op(
             "ConvTransposeBackwardData", threads=0, **PROBLEM).lowering  # the default
@@ -89,7 +89,7 @@ def test_the_verdict_is_kept_with_the_decision():
     if op.tuning_verdict.startswith("the machine was busy"):
         pytest.skip(f"another process loaded the CPU while this test tuned: {op.tuning_verdict}")
     assert op.tuning_verdict and not op.tuning_verdict.startswith("from the tuning database")
-    [entry] = og.tuning_database().entries()
+    [entry] = og.tuning.tuning_database().entries()
     assert entry.verdict == op.tuning_verdict  # what `onednn-graph tuning` prints
     again = _tuned()  # from the database: compiled, not timed
     assert again.tuning_verdict == f"from the tuning database: {op.tuning_verdict}"
@@ -103,7 +103,7 @@ def test_a_stored_decision_no_longer_faster_is_measured_again_when_rechecked():
     quiet = _tuned()
     if quiet.tuning_verdict.startswith("the machine was busy"):
         pytest.skip(f"another process loaded the CPU while this test tuned: {quiet.tuning_verdict}")
-    db = og.tuning_database()
+    db = og.tuning.tuning_database()
     [entry] = db.entries()
     # The other formulation of this problem (native, or the forward Convolution),
     # stored as if a busy machine had once chosen it.

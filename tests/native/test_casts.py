@@ -184,7 +184,7 @@ def test_bad_arguments_are_refused_before_anything_is_written(rng):
 def test_the_path_follows_onednn_s_isa():
     """The package's dispatch honours ONEDNN_MAX_CPU_ISA as oneDNN does: AVX-512 code
     only where oneDNN dispatches to AVX-512, AVX2 code from AVX2, else portable."""
-    isa = og.cpu_isa()
+    isa = og.system.cpu_isa()
     expected = "avx512" if isa.startswith("avx512") else "avx2" if isa.startswith("avx2") else "portable"
     assert _core.cast_path() == expected
     assert _core.cast_path() in PATHS and "portable" in PATHS
@@ -226,7 +226,8 @@ def test_where_onednn_s_typecast_differs_the_package_is_ieee():
     theirs = _bits(_typecast("f32", "bf16", x))
     reorder = _casts.converter(_core.LogicalTensor(0, "f32", [3]),
                                _core.LogicalTensor(1, "bf16", [3])).reorder
-    emulated = reorder.startswith("jit") and og.cpu_isa() in ("avx512_core", "avx512_core_vnni")
+    emulated = (reorder.startswith("jit")
+                and og.system.cpu_isa() in ("avx512_core", "avx512_core_vnni"))
     if emulated:
         assert [hex(b) for b in theirs] == ["0x1", "0x8002", "0x8000"]
     else:

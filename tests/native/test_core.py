@@ -18,12 +18,12 @@ CONV_ATTRS = {"strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0],
 
 
 def test_version_and_isa():
-    v = og.onednn_version()
+    v = og.system.onednn_version()
     assert (v.major, v.minor) >= (3, 2)
     # The CPU runtimes oneDNN builds with; PyPI's onednn 2026.x runs the CPU through SYCL.
     assert v.cpu_runtime in {"omp", "tbb", "seq", "threadpool", "sycl"}
     assert len(v.hash) == 40
-    assert og.cpu_isa() != "default"
+    assert og.system.cpu_isa() != "default"
 
 
 def test_engine_and_stream():
@@ -139,7 +139,8 @@ def _single_conv_transpose(dtype, data_format, x_shape, w_shape, out_id=2):
     out_shape = og.shapes.output_shape("ConvTranspose", x_lt, **CONV_ATTRS, data_format=data_format,
                                        weights_format="XOI")
     no_kernel = _kernels.needs_f32("ConvTranspose", attrs, dtype, x_lt, out_shape)
-    assert partition.is_supported or (no_kernel and tuple(og.onednn_version()[:2]) >= (3, 13))
+    assert partition.is_supported or (no_kernel
+                                      and tuple(og.system.onednn_version()[:2]) >= (3, 13))
     assert partition.op_ids == [0]
     assert [lt.id for lt in partition.input_ports] == [0, 1]
     assert [lt.id for lt in partition.output_ports] == [out_id]
@@ -256,6 +257,7 @@ def test_onednn_errors_carry_status():
 def test_import_from_any_directory_without_library_path(tmp_path):
     # Nothing of this environment but oneDNN's own settings (an ISA cap changes cpu_isa()).
     env = {"PATH": "/usr/bin:/bin", **{k: v for k, v in os.environ.items() if k.startswith("ONEDNN_")}}
-    out = subprocess.run([sys.executable, "-c", "import onednn_graph as og; print(og.cpu_isa())"],
+    code = "import onednn_graph as og; print(og.system.cpu_isa())"
+    out = subprocess.run([sys.executable, "-c", code],
                          cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == og.cpu_isa()
+    assert out.stdout.strip() == og.system.cpu_isa()

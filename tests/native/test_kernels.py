@@ -71,7 +71,7 @@ def test_the_probe_finds_no_kernel_exactly_where_the_graph_api_cannot_compile(ki
     assert compiles == (probe.status != "none"), probe
 
 
-@pytest.mark.skipif(og.cpu_isa() not in NO_LOW_PRECISION,
+@pytest.mark.skipif(og.system.cpu_isa() not in NO_LOW_PRECISION,
                     reason="this CPU has AVX-512; the lower instruction sets run in a child below")
 @pytest.mark.parametrize("kind", PROBLEMS)
 def test_no_bf16_or_f16_kernel_below_avx512(kind):
@@ -93,7 +93,7 @@ def test_a_problem_is_probed_once():
 _SWEEP = """
 import onednn_graph as og
 from onednn_graph._tools import support as _support
-print(og.cpu_isa())
+print(og.system.cpu_isa())
 for kind in og.shapes.KINDS:
     for dtype in ("f32", "bf16", "f16"):
         for change in ({}, dict(groups="depthwise"), dict(dilations=2, rank=3),
@@ -109,7 +109,7 @@ print("ok")
 
 @pytest.mark.parametrize("isa", ["SSE41", "AVX2"])
 def test_every_op_and_dtype_matches_the_reference_on_a_lower_isa(monkeypatch, isa):
-    if isa == "AVX2" and og.cpu_isa() == "sse41":
+    if isa == "AVX2" and og.system.cpu_isa() == "sse41":
         pytest.skip("the cap only lowers: this CPU has no AVX2")
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", isa)
     lines = run_python(_SWEEP, timeout=300).split()

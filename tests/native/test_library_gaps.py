@@ -33,7 +33,7 @@ CASES = [(kind, feature) for kind in registry.KINDS for feature, change in _supp
 def test_the_package_lowers_only_what_this_onednn_cannot_run_as_written(kind, feature):
     p = _support.problem(_support.Case(kind, **_support.FEATURES[feature]))
     literal, package = _support.literal(p), _support.package(p)
-    v = og.onednn_version()
+    v = og.system.onednn_version()
     assert package.status in ("native", "lowered"), f"{kind} {feature}: the package gave {package}"
     if package.status == "native":
         assert literal.status == "native", (
@@ -98,6 +98,6 @@ def test_onednn_still_fuses_a_skip_of_another_dtype_wrongly():
                                        strides=2, post_ops=[post.add(quant.per_tensor(skip, 0.03, 5))],
                                        quantize=quant.to("s8", 0.05, 3))
     off = np.abs(out.astype(int) - want.astype(int)).max()
-    v = og.onednn_version()
+    v = og.system.onednn_version()
     assert off > 1, (f"oneDNN {v.major}.{v.minor} fuses a u8 skip into an s8 result right "
                      f"(off by at most {off}): _impl.kept_apart is not needed on this version")

@@ -125,19 +125,19 @@ def test_threads_call_while_the_cache_drops_their_ops(rng):
     xs = [random(rng, s, "f32") for s in shapes]
     w = random(rng, (2, 3, 2), "f32")
     kw = dict(strides=2, data_format="NCX", weights_format="IOX")
-    capacity = og.cache_info().capacity
+    capacity = og.cache.cache_info().capacity
 
     def churn():
         for i in range(40):
-            og.set_cache_capacity(i % 3)
-            og.clear_cache()
+            og.cache.set_cache_capacity(i % 3)
+            og.cache.clear_cache()
         return None
 
     try:
         jobs = [lambda x=x: [og.conv_transpose(x, w, **kw) for _ in range(20)] for x in xs]
         results = _run_all(jobs + [churn, churn], workers=8)
     finally:
-        og.set_cache_capacity(capacity)
+        og.cache.set_cache_capacity(capacity)
     for x, outs in zip(xs, results):
         for got in outs:
             assert_matches_reference(got, R.conv_transpose, (x, w), kw, "f32", 2 * 2)
@@ -245,7 +245,7 @@ for _ in range(3):
     results = T._run_all([lambda p=p: p[1](*p[3], **p[4]) for p in problems * 2], workers=4)
     for (name, call, ref, args, kw, terms), got in zip(problems * 2, results):
         assert_matches_reference(got, ref, args, kw, "f32", terms)
-print(og.cpu_isa())
+print(og.system.cpu_isa())
 """
 
 

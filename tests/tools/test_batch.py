@@ -149,7 +149,7 @@ def int8_graph(tmp_path):
     attrs = dict(strides=2, data_format="NCX", weights_format="IOX")
     shape = og.output_shape("ConvTranspose", [x.shape, w.shape], **attrs)
     skip = quant.per_tensor(rng.integers(-128, 128, shape).astype(np.int8), 0.03, 0)
-    r = og.reproducer(og.conv_transpose, quant.per_tensor(x, 0.02, 128),
+    r = og.reproducer.reproducer(og.conv_transpose, quant.per_tensor(x, 0.02, 128),
                       quant.per_channel(w, 0.01 + 0.001 * np.arange(6), axis=1), b, **attrs,
                       post_ops=[post.add(skip)], quantize=quant.to("s8", 0.05, 3))
     kinds = [op["kind"] for op in r.spec["graph"]]

@@ -17,7 +17,7 @@ from pathlib import Path
 # The suite is a tool of the repository (benchmarks/), not of the installed package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import suite  # noqa: E402
-from onednn_graph import cpu_isa  # noqa: E402
+from onednn_graph.system import cpu_isa  # noqa: E402
 from onednn_graph._impl import lowering as _lowering  # noqa: E402
 
 

@@ -52,8 +52,8 @@ def test_json_output(capsys):
     assert len(case["lowerings"]) in (1, 2)
     if len(case["lowerings"]) == 2:
         assert case["lowerings"][1].startswith(
-            f"op(s) 0: in f32 between TypeCasts (no kernel for the dtype on {og.cpu_isa()}, or "
-            "only the reference one), converted by "), case["lowerings"]
+            "op(s) 0: in f32 between TypeCasts (no kernel for the dtype on "
+            f"{og.system.cpu_isa()}, or only the reference one), converted by "), case["lowerings"]
 
 
 def test_perf_mode_reports_times_and_flops(capsys):
@@ -168,14 +168,14 @@ def test_progress_bar_goes_to_stderr(capsys):
 
 def test_info(capsys):
     status, out, _ = run(capsys, "info")
-    v = og.onednn_version()
+    v = og.system.onednn_version()
     assert status == 0 and f"oneDNN {v.major}.{v.minor}.{v.patch}" in out
-    assert og.cpu_isa() in out and "constant-tensor cache: " in out
+    assert og.system.cpu_isa() in out and "constant-tensor cache: " in out
     # Per op and dtype, what this CPU's oneDNN has and how the package runs it.
-    assert f"Kernels on this CPU ({og.cpu_isa()})" in out
+    assert f"Kernels on this CPU ({og.system.cpu_isa()})" in out
     status, out, _ = run(capsys, "info", "--json")
     caps = json.loads(out)
-    assert caps == json.loads(json.dumps(og.capabilities()))
+    assert caps == json.loads(json.dumps(og.system.capabilities()))
     assert caps["threads"] >= 1 and caps["numpy"] == np.__version__
     kernels = {(k["op"], k["dtype"]): k for k in caps["kernels"]}
     assert set(kernels) == {(op, dt) for op in og.shapes.KINDS for dt in ("f32", "bf16", "f16")}

@@ -152,7 +152,7 @@ def private_copy(array: np.ndarray) -> np.ndarray:
 
 
 class CacheInfo(NamedTuple):
-    """Statistics of the compiled-call cache (``onednn_graph.cache_info()``): single-op
+    """Statistics of the compiled-call cache (``onednn_graph.cache.cache_info()``): single-op
     calls and fused ones (``post_ops=``, int8 ``quantize=``) together."""
 
     hits: int
@@ -209,8 +209,8 @@ def cache_info() -> CacheInfo:
     Examples
     --------
     >>> import onednn_graph as og
-    >>> og.clear_cache()
-    >>> og.cache_info().hits
+    >>> og.cache.clear_cache()
+    >>> og.cache.cache_info().hits
     0
     """
     return CACHE.info()
@@ -226,11 +226,11 @@ def cached_ops() -> list[Any]:
     Examples
     --------
     >>> import numpy as np, onednn_graph as og
-    >>> og.clear_cache()
+    >>> og.cache.clear_cache()
     >>> one = np.ones((1,), np.float32)  # with a bias: a ConvTranspose on any size
     >>> _ = og.conv_transpose(np.ones((1, 2, 1), np.float32), np.ones((1, 1, 1), np.float32), one)
-    >>> [op] = og.cached_ops()
-    >>> og.reproducer(op).native["graph"][0]["kind"]
+    >>> [op] = og.cache.cached_ops()
+    >>> og.reproducer.reproducer(op).native["graph"][0]["kind"]
     'ConvTranspose'
     """
     return CACHE.ops()

@@ -320,7 +320,7 @@ class _Call(_compiled.FusedEntry):
     """What one kind of fused call settled when it was first made: its result's shape,
     whether the op runs alone first (it is lowered), and the compiled stages that follow:
     the chain (one ``Fused``, or two where it is cut), each reading the last one's result.
-    An entry of the functional API's cache (``og.cached_ops()`` lists it)."""
+    An entry of the functional API's cache (``og.cache.cached_ops()`` lists it)."""
 
     def __init__(self, problem: _Problem, out: Optional[tuple]) -> None:
         started = time.perf_counter()

@@ -29,7 +29,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
-# og.set_tuning(True): the functional API tunes each new problem too (like
+# og.tuning.set_tuning(True): the functional API tunes each new problem too (like
 # torch.backends.cudnn.benchmark). Off by default: it multiplies a first call's
 # cost (unless the tuning database holds the problem), and a problem's result may
 # then differ in rounding from an untuned run. ONEDNN_GRAPH_TUNING=1 turns it on
@@ -48,9 +48,9 @@ def set_tuning(enabled: bool) -> None:
     Examples
     --------
     >>> import onednn_graph as og
-    >>> og.set_tuning(True); og.tuning_enabled()
+    >>> og.tuning.set_tuning(True); og.tuning.tuning_enabled()
     True
-    >>> og.set_tuning(False)
+    >>> og.tuning.set_tuning(False)
     """
     global _functional
     if not isinstance(enabled, bool):

@@ -97,12 +97,12 @@ class TuningEntry:
 
 class TuningDatabase:
     """The decisions of ``tune=True`` for this machine, in `directory` (None: in
-    memory only). ``onednn_graph.tuning_database()`` returns the one in use.
+    memory only). ``onednn_graph.tuning.tuning_database()`` returns the one in use.
 
     Examples
     --------
     >>> import onednn_graph as og
-    >>> db = og.tuning_database()
+    >>> db = og.tuning.tuning_database()
     >>> sorted(db.machine)
     ['cpu', 'isa', 'onednn', 'package', 'threads']
     """

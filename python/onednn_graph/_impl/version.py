@@ -26,7 +26,7 @@ def onednn_version() -> OneDNNVersion:
     Examples
     --------
     >>> import onednn_graph as og
-    >>> v = og.onednn_version()
+    >>> v = og.system.onednn_version()
     >>> (v.major, v.minor) >= (3, 2)
     True
     """
@@ -39,7 +39,7 @@ def cpu_isa() -> str:
     Examples
     --------
     >>> import onednn_graph as og
-    >>> isinstance(og.cpu_isa(), str)
+    >>> isinstance(og.system.cpu_isa(), str)
     True
     """
     return _core.cpu_isa()

@@ -49,7 +49,7 @@ def capabilities() -> dict[str, Any]:
     Examples
     --------
     >>> import onednn_graph as og
-    >>> caps = og.capabilities()
+    >>> caps = og.system.capabilities()
     >>> caps["onednn"]["version"].count(".")
     2
     """
