@@ -3,7 +3,7 @@
 Truth: the cache's own statistics and listing, against the calls made (what was
 compiled once and what was found again); a fused call's reproducer against the
 functional-API call's own. The cache functions are taken from ``_impl.compiled``,
-where the public names (``og.cache_info`` and the rest) come from.
+where the public names (``og.cache.cache_info`` and the rest) come from.
 """
 
 import numpy as np
