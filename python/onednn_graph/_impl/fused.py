@@ -45,7 +45,7 @@ _FIRST_POST_ID, _FIRST_OPERAND_ID, _FIRST_DEQUANTIZED_ID = 100, 200, 300
 Port = tuple[tuple, str, Optional[_quant.Quantization]]
 
 
-def _chain(head: Optional[tuple[str, dict, list[Port]]], start: Optional[Port],
+def chain(head: Optional[tuple[str, dict, list[Port]]], start: Optional[Port],
            posts: Sequence[tuple[str, tuple, Optional[Port]]],
            out: Port, strided: bool = False) -> tuple[Any, list[int], list[int], int]:
     """The finalized graph of `head` (kind, native attrs, its inputs), or of input `start`
@@ -110,11 +110,11 @@ def _chain(head: Optional[tuple[str, dict, list[Port]]], start: Optional[Port],
 
 
 class Fused:
-    """The compiled partitions of one chain (``_chain``'s arguments)."""
+    """The compiled partitions of one chain (``chain``'s arguments)."""
 
     def __init__(self, head: Optional[tuple[str, dict, list[Port]]], start: Optional[Port],
                  posts: Sequence[tuple[str, tuple, Optional[Port]]], out: Port) -> None:
-        g, self.inputs, self.operands, self.output = _chain(head, start, posts, out)
+        g, self.inputs, self.operands, self.output = chain(head, start, posts, out)
         self.result = _core.LogicalTensor(self.output, out[1], *out[0])
         self.parts = []
         for p in g.get_partitions("fusion"):
@@ -180,7 +180,7 @@ def _post_ops(post_ops: Any) -> list[tuple[_post.PostOp, Optional[np.ndarray],
 
 def _post_key(posts: Sequence[tuple[_post.PostOp, Optional[np.ndarray], Any]]
               ) -> tuple[tuple[str, tuple, Optional[Port]], ...]:
-    """The post-ops as ``_chain`` takes them (kind, attributes, operand's port): also what
+    """The post-ops as ``chain`` takes them (kind, attributes, operand's port): also what
     a cached call is found by."""
     return tuple((p.kind, p.attrs, None if o is None else
                   (_compiled.meta(o), _dtypes.dtype_name(o.dtype), q)) for p, o, q in posts)
@@ -288,7 +288,7 @@ class _Problem:
                 _dtypes.dtype_name(self.dtype), self.quantize)
 
     def written(self) -> tuple:
-        """``_chain``'s head, post-ops and result for the call as made: the op with the
+        """``chain``'s head, post-ops and result for the call as made: the op with the
         attributes it was given, its epilogue, a C-contiguous result (arrays' layouts
         only, no arrays)."""
         return (self.cp.spec.kind, self.cp.spec_attrs(), self.ports), self.post_key, self.result()
@@ -299,7 +299,7 @@ def _written_graph(written: tuple) -> Any:
     between ops: what its reproducer writes (the package's Graph lowers the op as a call
     would)."""
     head, posts, result = written
-    return _chain(head, None, posts, result, strided=True)[0]
+    return chain(head, None, posts, result, strided=True)[0]
 
 
 #: Where an int8 call's chain is cut before its first binary post-op on a full-size

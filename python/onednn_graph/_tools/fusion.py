@@ -1,6 +1,6 @@
 """Which post-ops the linked oneDNN fuses after each op (``fusable``, which
 ``capabilities()`` reports): a probe, not the engine. It asks oneDNN's fusion policy
-about the very graph a fused call builds (``_impl.fused``'s chain), on a small
+about the very graph a fused call builds (``_impl.fused.chain``), on a small
 problem, without compiling anything.
 """
 
@@ -51,6 +51,6 @@ def fusable(chain: str = "ConvTranspose") -> dict[str, list[str]]:
         binary = post_kind in _post.BINARY
         post = (post_kind, _post.of_kind(post_kind, 0.0 if binary else None).attrs,
                 (out, "f32", None) if binary else None)
-        g = _fused._chain((kind, attrs, ins), None, [post], result)[0]
+        g = _fused.chain((kind, attrs, ins), None, [post], result)[0]
         found["fused" if len(g.get_partitions("fusion")) == 1 else "apart"].append(post_kind)
     return found
