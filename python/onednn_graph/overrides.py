@@ -281,7 +281,7 @@ def _spec_output_shape(kind: str, op: _graph.Op, inputs: list[Any],
     kw = dict(attrs)
     spec = _registry.spec(kind)
     shape_inputs = [t.shape for t in inputs][:len(spec.inputs)]  # an s32 shape input says the output's
-    if kind != _registry.LEGACY.kind and spec.shape_attr and len(inputs) > len(spec.inputs):
+    if not _registry.is_legacy(kind) and spec.shape_attr and len(inputs) > len(spec.inputs):
         kw.setdefault(spec.shape_attr, op.outputs[0].shape)
     return shapes.output_shape(kind, shape_inputs, **kw)
 

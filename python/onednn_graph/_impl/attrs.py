@@ -51,7 +51,7 @@ class ConvAttrs:
 def schema(kind: str) -> tuple[str, ...]:
     """The attribute names the specification lists for `kind` (or its legacy name)."""
     names: tuple[str, ...] = SPATIAL_LISTS + ("auto_pad", "groups", "data_format")
-    if kind == _registry.LEGACY.kind:
+    if _registry.is_legacy(kind):
         return names + tuple(_registry.LEGACY.attr_names)
     shape_attr = _registry.spec(kind).shape_attr
     return names + ("weights_format",) + ((shape_attr,) if shape_attr else ())

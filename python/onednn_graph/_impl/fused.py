@@ -207,7 +207,7 @@ def _check_int8(kind: str, quants: Sequence[Optional[_quant.Quantization]],
                 quantize: Optional[_quant.Quantization]) -> None:
     """The int8 forms oneDNN 3.2's ConvTranspose computes (measured, docs/user-guide.md
     "int8"); anything else is refused before it is built."""
-    if kind != _registry.CONV_TRANSPOSE and (any(quants) or quantize is not None):
+    if not _registry.SPECS[kind].int8 and (any(quants) or quantize is not None):
         raise _errors.UnsupportedError(f"{kind}: oneDNN's int8 patterns are ConvTranspose's "
                                        "(the forward op); this op takes no quantized arrays")
     src, weights = quants[0], quants[1]

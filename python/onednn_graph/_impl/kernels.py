@@ -184,16 +184,16 @@ def faster_in_f32(kernel: Kernel | None, kind: str, attrs: dict[str, Any], dtype
     onednn = onednn or (_version.onednn_version().major, _version.onednn_version().minor)
     rule = FASTER_IN_F32.get(onednn, {}).get(isa)
     grouped = int(attrs.get("groups", 1)) > 1
-    weights_nxc = _registry.SPECS[kind].terms == "positions" and attrs.get("data_format") == "NXC"
+    spec = _registry.SPECS[kind]
+    weights_nxc = spec.terms == "positions" and attrs.get("data_format") == "NXC"
     if rule == "most":
         if weights_nxc:
             return True  # a weights gradient (it sums over positions), channels-last
-        return flops >= F32_FROM_FLOPS and (not grouped or kind == _registry.CONV_TRANSPOSE)
+        return flops >= F32_FROM_FLOPS and (not grouped or rule in spec.f32_chain_grouped)
     if rule == "grouped":
         if weights_nxc:
             return grouped or flops < F32_FROM_FLOPS
-        return flops >= F32_FROM_FLOPS and grouped and kind in (_registry.CONV_TRANSPOSE,
-                                                                _registry.CONV_BWD_DATA)
+        return flops >= F32_FROM_FLOPS and grouped and rule in spec.f32_chain_grouped
     return False
 
 

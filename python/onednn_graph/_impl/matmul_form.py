@@ -73,7 +73,7 @@ def orientation(op: str, data_format: str, weights: _formed.Parts, groups: int) 
     samples too: one matrix for the whole batch, as for channels-last data. Per
     sample, the rows run over the output channel first where that makes `weights`
     (their parts) a matrix the MatMul reads in place."""
-    if data_format != "NCX" or op == _registry.CONV_TRANSPOSE_BWD_WEIGHTS:
+    if data_format != "NCX" or _registry.SPECS[op].weights_gradient:
         return "rows"
     batch, rows, cols = arranged(weights, "columns-ok", "weights", groups)
     return "columns-ok" if _matrix(batch, rows, cols)[1] is not None else "columns"
@@ -167,9 +167,10 @@ class MatMulForm(_formed.Formed):
                  input_order: tuple[int, ...] = (), threads: int = 0, compile: bool = True) -> None:
         super().__init__(kind, attrs, dtype, inputs, output, constants)
         op = self.op_kind
+        spec = _registry.SPECS[op]
         g, fmt, wfmt = attrs["groups"], attrs["data_format"], attrs["weights_format"]
         kernel = attrs["strides"]
-        w_meta = output if op == _registry.CONV_TRANSPOSE_BWD_WEIGHTS else inputs[1]
+        w_meta = output if spec.weights_gradient else inputs[1]
         self.orientation = orientation(op, fmt, _formed.weights_parts(op, wfmt, w_meta[0], w_meta[1], g), g)
 
         def operand(role: str, parts: _formed.Parts, transpose: bool = False) -> Operand:
@@ -180,14 +181,14 @@ class MatMulForm(_formed.Formed):
         weights = lambda meta: _formed.weights_parts(op, wfmt, meta[0], meta[1], g)  # noqa: E731
         rows = self.orientation == "rows"
         self.bias: Optional[tuple[int, ...]] = None
-        if op in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA):
+        if spec.writes_big:  # ConvTranspose, ConvolutionBackwardData
             # rows: big = small @ W; columns: big^T = W^T @ small^T (per sample)
             pair = [operand("small", small(inputs[0])), operand("weights", weights(inputs[1]))]
             self.operands = pair if rows else pair[::-1]
             self.result = operand("big", big(output))
             if len(inputs) > 2:  # ConvTranspose's bias, one per output channel: tiled
                 self.bias = self._bias_shape(g)
-        elif op == _registry.CONV_TRANSPOSE_BWD_DATA:
+        elif spec.reads_big:  # ConvTransposeBackwardData
             # rows: small = big @ W^T; columns: small^T = W @ big^T
             pair = [operand("big", big(inputs[0])), operand("weights", weights(inputs[1]), True)]
             self.operands = pair if rows else pair[::-1]
@@ -196,7 +197,7 @@ class MatMulForm(_formed.Formed):
             self.operands = [operand("small", small(inputs[0]), True), operand("big", big(inputs[1]))]
             self.result = operand("weights", weights(output))
         # The caller's input each operand reads (the columns form takes the weights first).
-        self.reads = (0, 1) if rows or op == _registry.CONV_TRANSPOSE_BWD_WEIGHTS else (1, 0)
+        self.reads = (0, 1) if rows or spec.weights_gradient else (1, 0)
         self.kernel_positions = math.prod(kernel)
         self.groups = g
         metas = [o.taken for o in self.operands]

@@ -54,7 +54,7 @@ class CallPlan:
         call as made holds): the shape attribute from the result's shape, and
         output_padding dropped where it is 0 on ops oneDNN 3.2 refuses it on."""
         attrs = self.plan.attrs.as_dict()
-        if self.spec.kind != _registry.CONV_TRANSPOSE and not any(attrs["output_padding"]):
+        if not self.spec.native_output_padding and not any(attrs["output_padding"]):
             del attrs["output_padding"]
         if self.spec.shape_attr:
             attrs[self.spec.shape_attr] = list(self.plan.output_shape)

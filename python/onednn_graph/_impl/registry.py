@@ -66,10 +66,44 @@ class OpSpec:
     batched: tuple[int, ...] = (0, OUTPUT)
     #: One of the spec's ops, which the functional API offers.
     spec: bool = True
+    #: oneDNN 3.2 takes output_padding as an attribute of the op (the backward ops
+    #: refuse it when added, ConvolutionBackwardData ignores it: _impl.lowering).
+    native_output_padding: bool = False
+    #: oneDNN 3.2 compiles the op with groups > 1 as it is (ConvolutionBackwardData's
+    #: grouped partition fails to compile: _impl.lowering runs it as a ConvTranspose).
+    native_groups: bool = True
+    #: oneDNN 3.2 has int8 patterns for the op: quantized src and weights, a
+    #: quantized result (ConvTranspose alone; _impl.fused).
+    int8: bool = False
+    #: The rules of ``_impl.kernels.FASTER_IN_F32`` under which the op with groups > 1
+    #: runs faster as the f32 chain than on oneDNN's bf16/f16 kernel (measured there).
+    f32_chain_grouped: tuple[str, ...] = ()
 
     @property
     def optional_inputs(self) -> tuple[str, ...]:
         return self.inputs[self.required:]
+
+    @property
+    def has_bias(self) -> bool:
+        """Whether the op takes a bias (its optional last input)."""
+        return "bias" in self.inputs
+
+    @property
+    def weights_gradient(self) -> bool:
+        """Whether the op computes the weights (its output is the primitive's weights)."""
+        return self.primitive_tensors[1] == OUTPUT
+
+    @property
+    def writes_big(self) -> bool:
+        """Whether its output is the larger tensor of the equivalent ConvTranspose (its
+        dst): ConvTranspose and ConvolutionBackwardData."""
+        return self.equivalent == (0, OUTPUT)
+
+    @property
+    def reads_big(self) -> bool:
+        """Whether it reads the equivalent ConvTranspose's dst and writes its src:
+        ConvTransposeBackwardData (and the forward Convolution)."""
+        return self.equivalent == (OUTPUT, 0)
 
 
 @dataclass(frozen=True)
@@ -104,7 +138,8 @@ _CONV_FORMATS = ("XIO", "OIX")
 SPECS: dict[str, OpSpec] = {s.kind: s for s in (
     OpSpec(CONV_TRANSPOSE, "conv_transpose", ("src", "weights", "bias"), 2, None,
            _TRANSPOSED_FORMATS, True, "deconvolution_forward", (0, 1, OUTPUT), (0, OUTPUT),
-           "channels+bias", crop_tensor=OUTPUT),
+           "channels+bias", crop_tensor=OUTPUT, native_output_padding=True, int8=True,
+           f32_chain_grouped=("most", "grouped")),
     OpSpec(CONV_TRANSPOSE_BWD_DATA, "conv_transpose_backward_data", ("diff_dst", "weights"), 2,
            None, _TRANSPOSED_FORMATS, True, "deconvolution_backward_data", (OUTPUT, 1, 0),
            (OUTPUT, 0), "channels", crop_tensor=0),
@@ -113,7 +148,7 @@ SPECS: dict[str, OpSpec] = {s.kind: s for s in (
            (0, OUTPUT, 1), (0, 1), "positions", crop_tensor=1, batched=()),
     OpSpec(CONV_BWD_DATA, "convolution_backward_data", ("diff_dst", "weights"), 2, "dst_shape",
            _CONV_FORMATS, False, "convolution_backward_data", (OUTPUT, 1, 0), (0, OUTPUT),
-           "channels", crop_tensor=OUTPUT),
+           "channels", crop_tensor=OUTPUT, native_groups=False, f32_chain_grouped=("grouped",)),
     # What some calls run as (_impl.lowering): the forward convolution is ConvTranspose's
     # adjoint, and ConvolutionBackwardWeights of (diff_dst, src) is its weights gradient.
     # (with a bias when it is the few-channel formulation of a ConvTranspose: _impl.packed_form)
@@ -138,6 +173,11 @@ LEGACY = LegacySpec(LEGACY_BACKPROP_FILTERS, CONV_TRANSPOSE_BWD_WEIGHTS,
 
 #: Every op name the spec-level objects take: the spec's ops and the legacy name.
 NAMES = KINDS + (LEGACY.kind,)
+
+
+def is_legacy(kind: str) -> bool:
+    """Whether `kind` is the older name ConvTransposeBackpropFilters."""
+    return kind == LEGACY.kind
 
 
 def spec(kind: str) -> OpSpec:

@@ -139,7 +139,7 @@ class Partition:
         # the legacy op's output described in the current weights format.
         self._shown = {v.id: v.user_port() for v in self._views.values()}
         self._shown.update({n.op.outputs[0].id: n.source.outputs[0] for n in ops
-                            if n.source.kind == _registry.LEGACY.kind})
+                            if _registry.is_legacy(n.source.kind)})
 
     id = property(lambda self: self._native.id)
     is_supported = property(lambda self: self._native.is_supported)
@@ -245,7 +245,7 @@ class CompiledPartition:
 
     def _output_for(self, lt: _core.LogicalTensor) -> _core.LogicalTensor:
         for n in self._partition._ops:
-            if n.source.kind == _registry.LEGACY.kind and n.source.outputs[0].id == lt.id:
+            if _registry.is_legacy(n.source.kind) and n.source.outputs[0].id == lt.id:
                 return n.op.outputs[0]
         return lt
 

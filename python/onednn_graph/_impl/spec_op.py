@@ -185,13 +185,13 @@ class Native:
             rank = inputs[0].ndim - 2
             normalized = _attrs.normalize(kind, rank, **{k: v for k, v in current_attrs.items()
                                                          if k != shape_name})
-            if normalized.groups > 1 and kind == _registry.CONV_BWD_DATA or any(normalized.output_padding):
+            if normalized.groups > 1 and not spec.native_groups or any(normalized.output_padding):
                 raise UnsupportedError(f"{op.kind} op {op.id}: oneDNN {_kernels.version()} cannot "
                                        "compile these attributes as they are, and lowering them needs the "
                                        "input shapes; give the logical tensors known shapes")
             native = _lowering.NativeOp(kind, dict(_lowering.spelled_natively(normalized), **(
                 {shape_name: current_attrs[shape_name]} if shape_name else {})), "native")
-            if kind != _registry.CONV_TRANSPOSE:
+            if not _registry.SPECS[kind].native_output_padding:
                 native.attrs.pop("output_padding", None)
         self.lowering = native.lowering
         self.op = _core.Op(op.id, native.kind, inputs, outputs, native.attrs, op.name)
@@ -203,7 +203,7 @@ class Native:
         index = _lowering.geometry_tensor(a.kind)
         full = outputs[0] if index < 0 else inputs[index]
         full_shape = call.plan.output_shape if index < 0 else call.input_shapes[index]
-        bias = inputs[2].id if index < 0 and a.kind == _registry.CONV_TRANSPOSE and len(inputs) > 2 \
+        bias = inputs[2].id if index < 0 and _registry.SPECS[a.kind].has_bias and len(inputs) > 2 \
             else None
         view = View(full, view_id(), full_shape, a.data_format, call.native.crop, index < 0, bias)
         if index < 0:

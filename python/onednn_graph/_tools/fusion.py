@@ -33,16 +33,17 @@ def fusable(chain: str = "ConvTranspose") -> dict[str, list[str]]:
         ((4,), (1,)), ((1, 8, 8, 4), (256, 32, 4, 1))
     attrs = {"strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
              "data_format": "NXC", "weights_format": "XOI"}
-    if kind == _registry.CONV_TRANSPOSE:
+    spec = _registry.SPECS[kind]
+    if spec.has_bias:  # ConvTranspose: its int8 form, and a bias
         q = (_quant.Quantization("u8", (0.5,), (0,)), _quant.Quantization("s8", (0.5,), (0,))) \
             if int8 else (None, None)
         ins: list[Port] = [(small, "u8" if int8 else "f32", q[0]), (w, "s8" if int8 else "f32", q[1]),
                            (b, "f32", None)]
         out = big
     else:  # diff_dst of the forward op's result's shape; diff_src of its input's
-        attrs["weights_format"] = "XOI" if kind == _registry.CONV_TRANSPOSE_BWD_DATA else "XIO"
-        if kind == _registry.CONV_BWD_DATA:
-            attrs["dst_shape"] = list(big[0])
+        attrs["weights_format"] = spec.weights_formats[0]  # its channels-last one: XOI or XIO
+        if spec.writes_big:  # ConvolutionBackwardData: its dst_shape
+            attrs[str(spec.shape_attr)] = list(big[0])
             ins, out = [(small, "f32", None), (w, "f32", None)], big
         else:
             ins, out = [(big, "f32", None), (w, "f32", None)], small

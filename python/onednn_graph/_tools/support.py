@@ -89,23 +89,22 @@ def problem(case: Case, seed: int = 0) -> Problem:
     def rand(shape: tuple[int, ...]) -> np.ndarray:
         return rng.uniform(-1, 1, size=shape).astype(numpy_dtype)
 
-    if case.kind == _registry.CONV_BWD_DATA:
-        conv_kw = {k: v for k, v in kw.items() if k != "output_padding"}
-        dy_shape = shapes.plan("Convolution", [x_shape, w_shape], **conv_kw).output_shape
-        kw["dst_shape"] = x_shape
-        plan = shapes.plan(case.kind, [dy_shape, w_shape], **kw)
-        args = [rand(dy_shape), rand(w_shape)]
-    else:
+    # The tensors of the equivalent ConvTranspose (registry.OpSpec.equivalent): its src
+    # ("small") is x for the ConvTranspose family; for the convolution family x is the
+    # forward convolution's src, the larger tensor, and ConvolutionBackwardData its dst_shape.
+    spec = _registry.SPECS[case.kind]
+    if spec.transposed:
         ct_kw = dict(kw, weights_format=attrs.weights_format)
-        y_shape = shapes.output_shape(_registry.CONV_TRANSPOSE, [x_shape, w_shape], **ct_kw)
-        if case.kind == _registry.CONV_TRANSPOSE:
-            args = [rand(x_shape), rand(w_shape)] + ([rand((c_out,))] if case.bias else [])
-        elif case.kind == _registry.CONV_TRANSPOSE_BWD_DATA:
-            args = [rand(y_shape), rand(w_shape)]
-        else:
-            kw["weights_shape"] = w_shape
-            args = [rand(x_shape), rand(y_shape)]
-        plan = shapes.plan(case.kind, [a.shape for a in args], **kw)
+        small, big = x_shape, shapes.output_shape(_registry.CONV_TRANSPOSE, [x_shape, w_shape], **ct_kw)
+    else:
+        conv_kw = {k: v for k, v in kw.items() if k != "output_padding"}
+        small, big = shapes.plan(_registry.CONVOLUTION, [x_shape, w_shape], **conv_kw).output_shape, x_shape
+    if spec.shape_attr:  # ConvolutionBackwardData's dst_shape, a weights gradient's shape
+        kw[spec.shape_attr] = w_shape if spec.weights_gradient else big
+    role = {spec.equivalent[0]: small, spec.equivalent[1]: big, spec.primitive_tensors[1]: w_shape}
+    args = [rand(role[i]) for i in range(spec.required)] + (
+        [rand((c_out,))] if spec.has_bias and case.bias else [])
+    plan = shapes.plan(case.kind, [a.shape for a in args], **kw)
     shapes_in = [a.shape for a in args]
     return Problem(case, args, kw, plan.output_shape,
                    tolerance.accumulation_terms(plan, shapes_in))
