@@ -2,8 +2,10 @@
 
 Each distinct call of ``conv_transpose`` and friends (shapes, strides, dtype,
 attributes) compiles its op once and keeps it in a least-recently-used cache, so a
-repeated call is one native call. ``compile_op`` results are the caller's own and
-never enter it.
+repeated call is one native call. Fused calls (``post_ops=``, int8 ``quantize=``,
+and ``compile_op`` with them) are entries of the same cache, counted apart in
+``CacheInfo.fused``; a single-op ``compile_op`` result is the caller's own and
+never enters it.
 
 Examples
 --------
