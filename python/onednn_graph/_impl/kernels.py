@@ -239,14 +239,20 @@ def version() -> str:
 
 
 # A typical problem for summary(): NXC data 2x8x8x16 (16 -> 16 channels), a 3x3 kernel,
-# stride 2, pads 1/1, so the ConvTranspose-geometry tensor is 2x15x15x16.
-_X, _Y, _W = (2, 8, 8, 16), (2, 15, 15, 16), (3, 3, 16, 16)
-TYPICAL: dict[str, tuple[str, list[tuple[int, ...]], tuple[int, ...]]] = {
-    "ConvTranspose": ("XOI", [_X, _W], _Y),
-    "ConvTransposeBackwardData": ("XOI", [_Y, _W], _X),
-    "ConvTransposeBackwardWeights": ("XOI", [_X, _Y], _W),
-    "ConvolutionBackwardData": ("XIO", [_X, _W], _Y),
-}
+# stride 2, pads 1/1, so the ConvTranspose-geometry tensor is 2x15x15x16; each op's
+# tensors take their parts in it (registry.OpSpec.roles), its channels-last weights.
+_TYPICAL_SHAPES: dict[str, tuple[int, ...]] = {"small": (2, 8, 8, 16), "big": (2, 15, 15, 16),
+                                               "weights": (3, 3, 16, 16)}
+
+
+def _typical(kind: str) -> tuple[str, list[tuple[int, ...]], tuple[int, ...]]:
+    spec = _registry.SPECS[kind]
+    roles = spec.roles
+    inputs = [_TYPICAL_SHAPES[roles[i]] for i in range(spec.required)]
+    return spec.weights_formats[0], inputs, _TYPICAL_SHAPES[roles[_registry.OUTPUT]]
+
+
+TYPICAL = {kind: _typical(kind) for kind in _registry.KINDS}
 TYPICAL_TEXT = "NXC 2x8x8x16 -> 16 channels, kernel 3x3, stride 2, pads 1/1"
 
 

@@ -100,6 +100,16 @@ class OpSpec:
         return self.equivalent == (0, OUTPUT)
 
     @property
+    def roles(self) -> dict[int, str]:
+        """Each tensor's part in the equivalent ConvTranspose (input positions and
+        ``OUTPUT``): its src ("small"), its dst ("big"), the "weights", the "bias"."""
+        found = {self.equivalent[0]: "small", self.equivalent[1]: "big",
+                 self.primitive_tensors[1]: "weights"}
+        if self.has_bias:
+            found[self.inputs.index("bias")] = "bias"
+        return found
+
+    @property
     def reads_big(self) -> bool:
         """Whether it reads the equivalent ConvTranspose's dst and writes its src:
         ConvTransposeBackwardData (and the forward Convolution)."""

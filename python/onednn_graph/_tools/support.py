@@ -101,8 +101,8 @@ def problem(case: Case, seed: int = 0) -> Problem:
         small, big = shapes.plan(_registry.CONVOLUTION, [x_shape, w_shape], **conv_kw).output_shape, x_shape
     if spec.shape_attr:  # ConvolutionBackwardData's dst_shape, a weights gradient's shape
         kw[spec.shape_attr] = w_shape if spec.weights_gradient else big
-    role = {spec.equivalent[0]: small, spec.equivalent[1]: big, spec.primitive_tensors[1]: w_shape}
-    args = [rand(role[i]) for i in range(spec.required)] + (
+    shaped = {"small": small, "big": big, "weights": w_shape}
+    args = [rand(shaped[spec.roles[i]]) for i in range(spec.required)] + (
         [rand((c_out,))] if spec.has_bias and case.bias else [])
     plan = shapes.plan(case.kind, [a.shape for a in args], **kw)
     shapes_in = [a.shape for a in args]
