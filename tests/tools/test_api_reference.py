@@ -12,7 +12,10 @@ every top-level name. Sphinx runs as the maintainers run it, on the installed pa
 Sphinx cannot read (bad indentation, a broken inline markup, ...) fails here too.
 """
 
+import ast
 import importlib
+import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -35,14 +38,29 @@ TOP_LEVEL = [n for n in og.__all__ if not isinstance(getattr(og, n), types.Modul
 MODULES = [n for n in og.__all__ if isinstance(getattr(og, n), types.ModuleType)]
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("api-html")
+def _build(out, env=None):
     # Outside the source tree, so that `import onednn_graph` is the installed package.
     result = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", str(DOCS), str(out)],
-        cwd=out, capture_output=True, text=True, timeout=600)
+        cwd=out, capture_output=True, text=True, timeout=600, env=env)
     return result, out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("api-html"))
+
+
+@pytest.fixture(scope="module")
+def built_without_torch(tmp_path_factory):
+    """The reference as CI builds it, where only the test extras are installed: a
+    ``torch`` package first on the path that raises ImportError, as a missing one does."""
+    hidden = tmp_path_factory.mktemp("no-torch")
+    (hidden / "torch").mkdir()
+    (hidden / "torch" / "__init__.py").write_text('raise ImportError("torch hidden by the test")\n')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(hidden)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    return _build(tmp_path_factory.mktemp("api-html-no-torch"), env)
 
 
 def _inventory(path):
@@ -68,6 +86,15 @@ def _expected():
             top = n in TOP_LEVEL and getattr(og, n) is getattr(mod, n)
             names.add(f"onednn_graph.{n}" if top else f"onednn_graph.{module}.{n}")
     return names
+
+
+def _torch_names():
+    """onednn_graph.torch's ``__all__``, read from its source: importing it needs PyTorch."""
+    origin = importlib.util.find_spec("onednn_graph.torch").origin
+    for node in ast.parse(Path(origin).read_text()).body:
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["__all__"]:
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"{origin} sets no __all__")
 
 
 def test_the_reference_builds_without_warnings(built):
@@ -96,3 +123,18 @@ def test_the_summary_table_lists_every_top_level_name(built):
     linked = set(re.findall(r'href="[^"]*#onednn_graph\.(\w+)"', tables[0]))
     missing = [n for n in TOP_LEVEL if n not in linked]
     assert not missing, f"docs/api/index.rst's summary table leaves out {missing}"
+
+
+@pytest.mark.parametrize("build", ["built", "built_without_torch"])
+def test_the_torch_layers_are_documented(build, request):
+    """torch.rst documents onednn_graph.torch with PyTorch installed and without it
+    (conf.py mocks torch there): every name of its ``__all__`` and its modules."""
+    result, out = request.getfixturevalue(build)
+    assert result.returncode == 0, f"sphinx -W failed:\n{result.stderr}\n{result.stdout[-3000:]}"
+    documented = _inventory(out / "objects.inv")
+    missing = sorted(f"onednn_graph.torch.{n}" for n in _torch_names()
+                     if f"onednn_graph.torch.{n}" not in documented)
+    assert not missing, f"docs/api/torch.rst leaves out {missing}"
+    modules = [m for m in ("onednn_graph.torch", "onednn_graph.torch.functional",
+                           "onednn_graph.torch.modules") if documented.get(m) != "py:module"]
+    assert not modules, f"docs/api/torch.rst leaves out the modules {modules}"
