@@ -10,8 +10,10 @@ gradients, and their gradients, are computed by oneDNN too.
 Tensors are in PyTorch's layouts: data ``(N, C, *X)`` (oneDNN's NCX, whatever the
 memory format: channels-last tensors are NCX with NXC strides, which oneDNN reads
 in place), ConvTranspose weights ``(C_in, C_out/groups, *K)`` (IOX), convolution
-weights ``(C_out, C_in/groups, *K)`` (OIX). A result has the memory format of the
-data tensor it follows, as PyTorch's convolutions do.
+weights ``(C_out, C_in/groups, *K)`` (OIX). A result is channels-last when its data
+tensor or its weights are, as PyTorch's CPU convolutions decide (``memory_format``).
+Where there is nothing to sum (an empty batch), oneDNN is not called: the result is
+empty, or zeros (plus the bias), as the geometry fixes it.
 
 Attributes are oneDNN's: explicit ``pads_begin``/``pads_end`` per axis (PyTorch's
 ``padding`` and "same" are converted by ``onednn_graph.torch.functional``).
@@ -23,6 +25,7 @@ from the annotations.)
 from typing import List, Optional
 
 import torch
+from torch import _prims_common  # suggest_memory_format: Tensor.suggest_memory_format's rule
 
 from .. import ops as _ops
 from .._impl import arrays as _arrays
@@ -31,14 +34,16 @@ from ._channel_sum import channel_sum
 _NCX = dict(data_format="NCX")
 
 
-def memory_format(t: torch.Tensor) -> torch.memory_format:
-    """The memory format a result following data tensor `t` takes: channels-last
-    where `t` is (and not also contiguous), as PyTorch's convolutions decide."""
-    if not t.is_contiguous():
-        if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
-            return torch.channels_last
-        if t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d):
-            return torch.channels_last_3d
+def memory_format(*tensors: torch.Tensor) -> torch.memory_format:
+    """The memory format of a result computed from `tensors` (data, then weights): channels-
+    last when any of them has channels-last strides, as PyTorch's CPU convolutions decide
+    (ATen's ``mkldnn_conv_use_channels_last``: the input's or the weight's suggested
+    format). The strides decide, not ``is_contiguous``: a one-channel channels-last tensor
+    is contiguous too, and still channels-last to PyTorch."""
+    for t in tensors:
+        fmt = _prims_common.suggest_memory_format(t)
+        if fmt != torch.contiguous_format:
+            return fmt
     return torch.contiguous_format
 
 
@@ -61,9 +66,23 @@ def _conv_transpose_shape(input: torch.Tensor, weight: torch.Tensor, stride: Lis
     return [input.shape[0], weight.shape[1] * groups, *spatial]
 
 
-def _empty(shape: list, like: torch.Tensor, follows: Optional[torch.Tensor] = None) -> torch.Tensor:
-    fmt = memory_format(follows) if follows is not None else torch.contiguous_format
-    return torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=fmt)
+def _empty(shape: list, like: torch.Tensor, *follows: torch.Tensor) -> torch.Tensor:
+    return torch.empty(shape, dtype=like.dtype, device=like.device,
+                       memory_format=memory_format(*follows))
+
+
+def _has_no_elements(*tensors: torch.Tensor) -> bool:
+    """Whether an op's sums run over nothing (an empty batch, say): oneDNN takes no
+    zero-size dimension, and the result is then the geometry's alone: empty, or zeros."""
+    return any(t.numel() == 0 for t in tensors)
+
+
+def _zeros_plus_bias(out: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """`out` as a sum over nothing: zeros, plus the bias along axis 1 where there is one."""
+    out.zero_()
+    if bias is not None and out.numel():
+        out += bias.reshape([1, -1] + [1] * (out.dim() - 2))
+    return out
 
 
 # --- the ops -------------------------------------------------------------------------
@@ -74,7 +93,9 @@ def conv_transpose(input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
                    output_padding: List[int], dilation: List[int], groups: int) -> torch.Tensor:
     """ConvTranspose (IOX weights), optionally with bias."""
     out = _empty(_conv_transpose_shape(input, weight, stride, pads_begin, pads_end, output_padding,
-                                       dilation, groups), input, input)
+                                       dilation, groups), input, input, weight)
+    if _has_no_elements(input, weight):
+        return _zeros_plus_bias(out, bias)
     _ops.conv_transpose(input, weight, bias, out=out, weights_format="IOX",
                         output_padding=list(output_padding),
                         **_attrs(stride, pads_begin, pads_end, dilation, groups))
@@ -87,7 +108,9 @@ def conv_transpose_backward_data(grad_output: torch.Tensor, weight: torch.Tensor
                                  pads_end: List[int], output_padding: List[int],
                                  dilation: List[int], groups: int) -> torch.Tensor:
     """ConvTransposeBackwardData: the gradient of ``conv_transpose`` with respect to its input."""
-    out = _empty(list(input_size), grad_output, grad_output)
+    out = _empty(list(input_size), grad_output, grad_output, weight)
+    if _has_no_elements(grad_output, weight):
+        return _zeros_plus_bias(out)
     _ops.conv_transpose_backward_data(grad_output, weight, out=out, weights_format="IOX",
                                       output_padding=list(output_padding),
                                       **_attrs(stride, pads_begin, pads_end, dilation, groups))
@@ -103,6 +126,8 @@ def conv_transpose_backward_weights(input: torch.Tensor, grad_output: torch.Tens
     """ConvTransposeBackwardWeights: the gradient of ``conv_transpose`` with respect to its
     (IOX) weights."""
     out = _empty(list(weight_size), input)
+    if _has_no_elements(input, grad_output):
+        return _zeros_plus_bias(out)
     _ops.conv_transpose_backward_weights(input, grad_output, tuple(weight_size), out=out,
                                          weights_format="IOX", output_padding=list(output_padding),
                                          **_attrs(stride, pads_begin, pads_end, dilation, groups))
@@ -116,7 +141,9 @@ def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
                               groups: int) -> torch.Tensor:
     """ConvolutionBackwardData: the gradient of a convolution (OIX weights) with respect to
     its input, of `input_size`."""
-    out = _empty(list(input_size), grad_output, grad_output)
+    out = _empty(list(input_size), grad_output, grad_output, weight)
+    if _has_no_elements(grad_output, weight):
+        return _zeros_plus_bias(out)
     _ops.convolution_backward_data(grad_output, weight, tuple(input_size), out=out,
                                    weights_format="OIX",
                                    **_attrs(stride, pads_begin, pads_end, dilation, groups))
@@ -127,6 +154,8 @@ def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
 def bias_grad(grad_output: torch.Tensor) -> torch.Tensor:
     """The gradient of a bias added along axis 1: the sum of `grad_output` over the other axes."""
     out = torch.empty(grad_output.shape[1], dtype=grad_output.dtype)
+    if _has_no_elements(grad_output):
+        return _zeros_plus_bias(out)
     channel_sum("grad_output", grad_output, _arrays.to_numpy("out", out))
     return out
 
@@ -136,12 +165,12 @@ def bias_grad(grad_output: torch.Tensor) -> torch.Tensor:
 @conv_transpose.register_fake
 def _(input, weight, bias, stride, pads_begin, pads_end, output_padding, dilation, groups):  # type: ignore[no-untyped-def]
     return _empty(_conv_transpose_shape(input, weight, stride, pads_begin, pads_end, output_padding,
-                                        dilation, groups), input, input)
+                                        dilation, groups), input, input, weight)
 
 
 @conv_transpose_backward_data.register_fake
 def _(grad_output, weight, input_size, stride, pads_begin, pads_end, output_padding, dilation, groups):  # type: ignore[no-untyped-def]
-    return _empty(list(input_size), grad_output, grad_output)
+    return _empty(list(input_size), grad_output, grad_output, weight)
 
 
 @conv_transpose_backward_weights.register_fake
@@ -151,7 +180,7 @@ def _(input, grad_output, weight_size, stride, pads_begin, pads_end, output_padd
 
 @convolution_backward_data.register_fake
 def _(grad_output, weight, input_size, stride, pads_begin, pads_end, dilation, groups):  # type: ignore[no-untyped-def]
-    return _empty(list(input_size), grad_output, grad_output)
+    return _empty(list(input_size), grad_output, grad_output, weight)
 
 
 @bias_grad.register_fake
@@ -172,15 +201,16 @@ def _save(ctx, inputs, output):  # type: ignore[no-untyped-def]
     ctx.had_bias = len(inputs) > 2 and isinstance(inputs[2], torch.Tensor)
 
 
-def _like(grad, data):  # type: ignore[no-untyped-def]
-    """`grad` in `data`'s memory format, so that the gradients follow the data as PyTorch's
-    convolutions' do (they make grad_output contiguous in that format too)."""
-    return grad.contiguous(memory_format=memory_format(data))
+def _like(grad, *tensors):  # type: ignore[no-untyped-def]
+    """`grad` in the memory format the forward chose from `tensors`, so that the gradients
+    follow it as PyTorch's convolutions' do (they make grad_output contiguous in that
+    format too)."""
+    return grad.contiguous(memory_format=memory_format(*tensors))
 
 
 def _ct_backward(ctx, grad):  # type: ignore[no-untyped-def]
     x, w = ctx.saved_tensors[:2]
-    grad = _like(grad, x)
+    grad = _like(grad, x, w)
     attrs = ctx.args[3:]  # stride, pads_begin, pads_end, output_padding, dilation, groups
     need = ctx.needs_input_grad
     gx = conv_transpose_backward_data(grad, w, list(x.shape), *attrs) if need[0] else None
@@ -191,7 +221,7 @@ def _ct_backward(ctx, grad):  # type: ignore[no-untyped-def]
 
 def _ctbd_backward(ctx, grad):  # type: ignore[no-untyped-def]
     dy, w = ctx.saved_tensors
-    grad = _like(grad, dy)
+    grad = _like(grad, dy, w)
     attrs = ctx.args[3:]
     need = ctx.needs_input_grad
     gdy = conv_transpose(grad, w, None, *attrs) if need[0] else None
@@ -210,7 +240,7 @@ def _ctbw_backward(ctx, grad):  # type: ignore[no-untyped-def]
 
 def _cbd_backward(ctx, grad):  # type: ignore[no-untyped-def]
     dy, w = ctx.saved_tensors
-    grad = _like(grad, dy)
+    grad = _like(grad, dy, w)
     input_size, stride, pads_begin, pads_end, dilation, groups = ctx.args[2:]
     slack = [x - transposed_size(y, k, s, d, pb, pe, 0) for x, y, k, s, d, pb, pe in zip(
         input_size[2:], dy.shape[2:], w.shape[2:], stride, dilation, pads_begin, pads_end)]

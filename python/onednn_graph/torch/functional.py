@@ -100,7 +100,8 @@ def conv_transpose2d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[t
                      stride: IntOrSeq = 1, padding: PaddingArg = 0, output_padding: IntOrSeq = 0,
                      groups: int = 1, dilation: IntOrSeq = 1) -> torch.Tensor:
     """``torch.nn.functional.conv_transpose2d`` on oneDNN (see :func:`conv_transpose1d`).
-    A channels-last input gives a channels-last result, read and written in place."""
+    A channels-last input or weight gives a channels-last result (PyTorch's rule), read
+    and written in place."""
     return _conv_transpose_nd(2, input, weight, bias, stride, padding, output_padding, groups,
                               dilation)
 

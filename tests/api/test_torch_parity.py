@@ -1,0 +1,68 @@
+"""onednn_graph.torch's modules against torch.nn's on what issue 31 found apart:
+memory formats, empty batches, autocast, TorchScript and the exceptions raised.
+
+Truth: torch.nn.ConvTransposeNd with the same state dict, on the same inputs.
+"""
+
+import itertools
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import onednn_graph.torch as ot  # noqa: E402
+
+CHANNELS_LAST = {2: torch.channels_last, 3: torch.channels_last_3d}
+
+
+def _pair(nsp, c_in, **kw):
+    """A torch.nn module and ours with the same parameters."""
+    torch.manual_seed(0)
+    theirs = getattr(torch.nn, f"ConvTranspose{nsp}d")(c_in, 2, 3, stride=2, **kw)
+    ours = getattr(ot, f"ConvTranspose{nsp}d")(c_in, 2, 3, stride=2, **kw)
+    ours.load_state_dict(theirs.state_dict())
+    return theirs, ours
+
+
+def _run(module, x):
+    """The output and the gradients of input, weight and bias of sum(module(x) * ramp)."""
+    x = x.detach().clone().requires_grad_()
+    module.zero_grad()
+    y = module(x)
+    ramp = torch.arange(y.numel(), dtype=y.dtype).reshape(y.shape) / max(y.numel(), 1)
+    (y * ramp).sum().backward()
+    return y, x.grad, module.weight.grad, module.bias.grad
+
+
+MEMORY_CASES = [(nsp, c_in, x_cl, module_cl) for nsp, c_in, x_cl, module_cl in
+                itertools.product((1, 2, 3), (1, 3), (False, True), (False, True))
+                if nsp > 1 or not (x_cl or module_cl)]
+
+
+@pytest.mark.parametrize("nsp, c_in, x_cl, module_cl", MEMORY_CASES, ids=[
+    f"{n}d-C{c}-{'NXC' if x else 'NCX'}input-{'NXC' if m else 'NCX'}module"
+    for n, c, x, m in MEMORY_CASES])
+def test_results_and_gradients_take_pytorchs_memory_format(nsp, c_in, x_cl, module_cl):
+    # PyTorch's CPU convolutions go channels-last when the input's strides or the
+    # weight's are (one channel included: its strides still say which), and the
+    # gradients follow; the same strides here, everywhere.
+    theirs, ours = _pair(nsp, c_in)
+    x = torch.randn(2, c_in, *[5] * nsp)
+    if x_cl:
+        x = x.to(memory_format=CHANNELS_LAST[nsp])
+    if module_cl:
+        theirs, ours = (m.to(memory_format=CHANNELS_LAST[nsp]) for m in (theirs, ours))
+    for want, got in zip(_run(theirs, x), _run(ours, x)):
+        assert got.stride() == want.stride()
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("nsp", [1, 2, 3])
+def test_an_empty_batch_gives_an_empty_result_and_zero_gradients(nsp):
+    theirs, ours = _pair(nsp, 3)
+    x = torch.randn(0, 3, *[5] * nsp)
+    want, got = _run(theirs, x), _run(ours, x)
+    for w, g in zip(want, got):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        torch.testing.assert_close(g, w)
+    assert got[0].shape[0] == 0 and not got[2].any() and not got[3].any()
