@@ -66,3 +66,21 @@ def test_an_empty_batch_gives_an_empty_result_and_zero_gradients(nsp):
         assert g.shape == w.shape and g.dtype == w.dtype
         torch.testing.assert_close(g, w)
     assert got[0].shape[0] == 0 and not got[2].any() and not got[3].any()
+
+
+# TorchScript is deprecated in PyTorch 2.13 (which says so on each call), not removed.
+@pytest.mark.filterwarnings("ignore:.*torch.jit.* deprecated:DeprecationWarning")
+@pytest.mark.parametrize("nsp", [1, 2, 3])
+def test_torchscript_compiles_the_modules_and_matches_eager(nsp, tmp_path):
+    # Scripted, forward calls torch.ops.onednn_graph.conv_transpose directly: the same
+    # oneDNN call as eager, so the same bits; a saved script loads and runs it too.
+    _, ours = _pair(nsp, 3, padding=1)
+    scripted = torch.jit.script(ours)
+    x = torch.randn(2, 3, *[5] * nsp, requires_grad=True)
+    assert torch.equal(scripted(x), ours(x))
+    assert torch.equal(scripted(x, [10] * nsp), ours(x, [10] * nsp))
+    assert torch.equal(scripted(x[0]), ours(x[0]))
+    grad, = torch.autograd.grad(scripted(x).sum(), x)
+    assert torch.equal(grad, torch.autograd.grad(ours(x).sum(), x)[0])
+    torch.jit.save(scripted, tmp_path / "module.pt")
+    assert torch.equal(torch.jit.load(tmp_path / "module.pt")(x), ours(x))

@@ -7,46 +7,58 @@ so state dicts load both ways; only ``forward`` differs, calling
 output_padding from ``output_size`` as PyTorch's does.
 """
 
-from __future__ import annotations
-
-from typing import Callable, Optional, Sequence
+from typing import List, Optional
 
 import torch
 
+from . import _library  # noqa: F401  (registers torch.ops.onednn_graph.conv_transpose)
 from . import functional as F
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
-def _forward(module: torch.nn.modules.conv._ConvTransposeNd, nsp: int, fn: Callable[..., torch.Tensor],
-             input: torch.Tensor, output_size: Optional[Sequence[int]]) -> torch.Tensor:
-    if module.padding_mode != "zeros":
-        raise ValueError(f"Only 'zeros' padding mode is supported for {type(module).__name__}")
-    output_padding = module._output_padding(input, output_size, module.stride, module.padding,
-                                            module.kernel_size, nsp, module.dilation)
-    return fn(input, module.weight, module.bias, module.stride, module.padding, output_padding,
-              module.groups, module.dilation)
+def _scripted_call(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                   stride: List[int], padding: List[int], output_padding: List[int],
+                   dilation: List[int], groups: int) -> torch.Tensor:
+    """The registered op on a module's own (already valid) attributes: what TorchScript
+    runs, as it cannot compile ``functional``'s argument handling (Union types,
+    isinstance on Any); a bad input is then reported by the op itself."""
+    unbatched = input.dim() == len(stride) + 1
+    x = input.unsqueeze(0) if unbatched else input
+    y = torch.ops.onednn_graph.conv_transpose(x, weight, bias, stride, padding, padding,
+                                              output_padding, dilation, groups)
+    return y.squeeze(0) if unbatched else y
 
 
-class ConvTranspose1d(torch.nn.ConvTranspose1d):
+class _OneDNNForward(torch.nn.modules.conv._ConvTransposeNd):
+    """The one ``forward`` of the three modules: ``torch.nn``'s signature (TorchScript
+    needs ``List[int]``, not ``Sequence``), output_padding derived from `output_size`
+    by PyTorch's own ``_output_padding``, the sums by oneDNN."""
+
+    def forward(self, input: torch.Tensor, output_size: Optional[List[int]] = None) -> torch.Tensor:
+        if self.padding_mode != "zeros":
+            raise ValueError("Only 'zeros' padding mode is supported for ConvTranspose")
+        nsp = len(self.kernel_size)
+        output_padding = self._output_padding(input, output_size, self.stride, self.padding,
+                                              self.kernel_size, nsp, self.dilation)
+        if torch.jit.is_scripting():  # the other branch is not compiled
+            return _scripted_call(input, self.weight, self.bias, list(self.stride),
+                                  list(self.padding), output_padding, list(self.dilation),
+                                  self.groups)
+        return F._conv_transpose_nd(nsp, input, self.weight, self.bias, self.stride, self.padding,
+                                    output_padding, self.groups, self.dilation)
+
+
+class ConvTranspose1d(_OneDNNForward, torch.nn.ConvTranspose1d):
     """``torch.nn.ConvTranspose1d`` whose forward and backward run on oneDNN."""
 
-    def forward(self, input: torch.Tensor, output_size: Optional[Sequence[int]] = None) -> torch.Tensor:
-        return _forward(self, 1, F.conv_transpose1d, input, output_size)
 
-
-class ConvTranspose2d(torch.nn.ConvTranspose2d):
+class ConvTranspose2d(_OneDNNForward, torch.nn.ConvTranspose2d):
     """``torch.nn.ConvTranspose2d`` whose forward and backward run on oneDNN."""
 
-    def forward(self, input: torch.Tensor, output_size: Optional[Sequence[int]] = None) -> torch.Tensor:
-        return _forward(self, 2, F.conv_transpose2d, input, output_size)
 
-
-class ConvTranspose3d(torch.nn.ConvTranspose3d):
+class ConvTranspose3d(_OneDNNForward, torch.nn.ConvTranspose3d):
     """``torch.nn.ConvTranspose3d`` whose forward and backward run on oneDNN."""
-
-    def forward(self, input: torch.Tensor, output_size: Optional[Sequence[int]] = None) -> torch.Tensor:
-        return _forward(self, 3, F.conv_transpose3d, input, output_size)
 
 
 def __dir__() -> list[str]:
