@@ -5,7 +5,8 @@ the caller's tensors (read in place; the result is a torch tensor of its own,
 written by oneDNN through ``out=``, on the same cached native call path, without
 the GIL), with a fake implementation (shapes only, for ``torch.compile`` and
 ``torch.export``) and an autograd formula made of the same ops, so that
-gradients, and their gradients, are computed by oneDNN too.
+gradients, and their gradients, are computed by oneDNN too. Under CPU autocast
+``conv_transpose`` runs in the region's dtype, as ``torch.nn``'s conv_transpose does.
 
 Tensors are in PyTorch's layouts: data ``(N, C, *X)`` (oneDNN's NCX, whatever the
 memory format: channels-last tensors are NCX with NXC strides, which oneDNN reads
@@ -266,3 +267,30 @@ conv_transpose_backward_data.register_autograd(_ctbd_backward, setup_context=_sa
 conv_transpose_backward_weights.register_autograd(_ctbw_backward, setup_context=_save)
 convolution_backward_data.register_autograd(_cbd_backward, setup_context=_save)
 bias_grad.register_autograd(_bias_grad_backward, setup_context=_save_shape)
+
+
+# --- CPU autocast ----------------------------------------------------------------------
+#
+# torch.amp puts conv_transpose1d/2d/3d in CPU autocast's lower-precision list: their
+# floating inputs are cast to the autocast dtype (bf16 or f16, whichever the region
+# asks for; float64 stays) and the op runs there. torch.library.register_autocast
+# fixes one dtype at registration, so the kernel below reads the region's instead.
+
+_AUTOCAST = torch.library.Library("onednn_graph", "FRAGMENT")
+
+
+def _to_autocast_dtype(value, dtype):  # type: ignore[no-untyped-def]
+    eligible = isinstance(value, torch.Tensor) and value.is_floating_point() \
+        and value.dtype != torch.float64
+    return value.to(dtype) if eligible else value
+
+
+def _autocast_cpu_kernel(op):  # type: ignore[no-untyped-def]
+    def kernel(*args):  # type: ignore[no-untyped-def]
+        dtype = torch.get_autocast_dtype("cpu")
+        with torch.autocast("cpu", enabled=False):  # the op again, below autocast
+            return op(*[_to_autocast_dtype(a, dtype) for a in args])
+    return kernel
+
+
+_AUTOCAST.impl("conv_transpose", _autocast_cpu_kernel(conv_transpose), "AutocastCPU")
