@@ -15,9 +15,11 @@ def run_example(name, tmp_path):
 
 
 def test_quickstart(tmp_path):
+    # What it prints is compared line by line with the README's listing in
+    # tests/tools/test_readme.py (capped at AVX2, and natively).
     result = run_example("quickstart.py", tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "max |oneDNN - NumPy|" in result.stdout
+    assert len(result.stdout.splitlines()) == 3, result.stdout
 
 
 def test_train_conv_transpose(tmp_path):

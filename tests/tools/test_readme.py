@@ -13,6 +13,7 @@ language, or with another one (```py would escape the runner), is refused.
 """
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+
+import onednn_graph as og
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -30,6 +33,12 @@ RUNS = "python"
 SHOWN = {"bash", "console", "text", "json"}
 # A block that imports these needs PyTorch (the package itself never does).
 NEEDS_TORCH = re.compile(r"^\s*(?:import|from)\s+(?:torch|onednn_graph\.torch)\b", re.M)
+# The quick start's two measured differences: how a kernel sums differs between CPUs.
+MEASURED = re.compile(r"= [0-9.e+-]+$", re.M)
+# oneDNN's ISAs below AVX2 (ONEDNN_MAX_CPU_ISA only lowers).
+BELOW_AVX2 = {"sse41", "avx"}
+# pytest's summary line, as a document would quote it (benchdnn's "passed:45" is not).
+PYTEST_COUNT = re.compile(r"\b\d+ (?:tests? )?(?:passed|skipped|failed)\b(?!:)")
 
 pytestmark = pytest.mark.skipif(not README.is_file(), reason="needs the source tree")
 
@@ -107,12 +116,97 @@ def test_python_blocks_run(block, tmp_path):
         f"{block.path.name}, the python block at line {block.line}:\n{result.stderr[-3000:]}"
 
 
+def _quickstart(tmp_path, env):
+    """The quick start's lines, run as a user runs it, with MEASURED replaced."""
+    result = subprocess.run([sys.executable, str(ROOT / "examples" / "quickstart.py")],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                            env=dict(os.environ, **env))
+    assert result.returncode == 0, result.stderr
+    return MEASURED.sub("= <measured>", result.stdout).splitlines()
+
+
+def _readme_quickstart():
+    """The README's listing of the quick start's output, with MEASURED replaced."""
+    [listing] = [b for b in _blocks(README, "text") if b.startswith("oneDNN ")]
+    return MEASURED.sub("= <measured>", listing).splitlines()
+
+
+def test_the_quick_start_prints_the_readmes_lines_capped_at_avx2(tmp_path):
+    """The README shows the quick start capped at AVX2: every line, word for word."""
+    version = og.system.onednn_version()
+    if (version.major, version.minor) != (3, 2):
+        pytest.skip("the README shows oneDNN 3.2's output")
+    if og.system.cpu_isa() in BELOW_AVX2:
+        pytest.skip("this CPU has no AVX2: the cap cannot raise it")
+    assert _quickstart(tmp_path, {"ONEDNN_MAX_CPU_ISA": "AVX2"}) == _readme_quickstart()
+
+
+def test_the_quick_start_natively_differs_only_where_the_cpu_does(tmp_path):
+    """Uncapped, the lines differ from the README's in what this machine decides: the
+    linked oneDNN and its ISA (line 1), and how this CPU runs bf16 (line 3, between its
+    fixed start and end)."""
+    readme, got = _readme_quickstart(), _quickstart(tmp_path, {})
+    v = og.system.onednn_version()
+    here = readme[0].replace("3.2.0 (omp)", f"{v.major}.{v.minor}.{v.patch} ({v.cpu_runtime})") \
+                    .replace("CPU ISA: avx2", f"CPU ISA: {og.system.cpu_isa()}")
+    start, end = readme[2][:readme[2].index(": ") + 2], readme[2][readme[2].rindex(";"):]
+    assert len(got) == len(readme) == 3, (got, readme)
+    assert got[:2] == [here, readme[1]]
+    assert got[2].startswith(start) and got[2].endswith(end), (got[2], start, end)
+
+
 def test_the_readme_example_prints_what_it_says():
     [example] = [b for b in _blocks(README, "python") if "print(" in b]
     said = re.search(r"# (\(.*\)) [\d.e-]+", example).group(1)
     out = subprocess.run([sys.executable, "-c", example], capture_output=True, text=True,
                          timeout=300).stdout
     assert out.startswith(said), (out, said)
+
+
+@pytest.mark.parametrize("path", MARKDOWN, ids=lambda p: p.name)
+def test_no_test_counts_copied_by_hand(path):
+    """pytest's summary ("3818 passed, 62 skipped") copied into a document goes stale
+    with the next test added: say what the suite covers, and let pytest count."""
+    counts = PYTEST_COUNT.findall(path.read_text())
+    assert not counts, f"{path.name} quotes pytest's counts {counts}"
+
+
+def _command_lines(path):
+    """The lines of a document's ```bash blocks, block by block."""
+    return [block.splitlines() for block in _blocks(path, "bash")]
+
+
+def test_the_readme_installs_only_the_wheel_it_builds():
+    """A wheel the README installs is one its block has just built (nothing named a
+    file nobody could download)."""
+    installs = 0
+    for lines in _command_lines(README):
+        built = []
+        for line in lines:
+            built += re.findall(r"^pip wheel .*-w (\S+)", line)
+            for wheel in re.findall(r"^pip install (\S+\.whl)", line):
+                installs += 1
+                assert any(wheel.startswith(d.rstrip("/") + "/") for d in built), \
+                    f"the README installs {wheel}, which no pip wheel before it built"
+    assert installs, "the README's Install section installs a wheel it builds"
+
+
+@pytest.mark.parametrize("path", MARKDOWN, ids=lambda p: p.name)
+def test_the_torch_extra_comes_after_the_cpu_wheel(path):
+    """`torch>=2.4` alone resolves to PyPI's newest torch and its CUDA libraries: where a
+    document installs the extra, PyTorch's CPU wheel is installed first; and the package
+    is not on PyPI, so nothing installs it by name."""
+    text = path.read_text()
+    assert 'pip install "onednn-graph' not in text, f"{path.name} installs the package from PyPI"
+    extras = 0
+    for lines in _command_lines(path):
+        extra = [i for i, line in enumerate(lines) if "[torch]" in line]
+        cpu = [i for i, line in enumerate(lines) if line.startswith("pip install torch")
+               and "--index-url https://download.pytorch.org/whl/cpu" in line]
+        assert not extra or (cpu and cpu[0] < extra[0]), \
+            f"{path.name} installs .[torch] without PyTorch's CPU wheel first: {lines}"
+        extras += len(extra)
+    assert extras or path != README, "the README says how to install the torch extra"
 
 
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
