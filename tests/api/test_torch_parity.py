@@ -5,6 +5,7 @@ Truth: torch.nn.ConvTransposeNd with the same state dict, on the same inputs.
 """
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -118,3 +119,85 @@ def test_cpu_autocast_runs_the_layer_in_its_dtype_as_torch_nn(nsp, dtype):
 
     assert_matches_reference(got.detach().double().numpy(), reference, args, {}, dtype,
                              3 * 3 ** nsp + 1)
+
+
+def _x_w():
+    return torch.randn(1, 4, 3, 3), torch.randn(4, 3, 2, 2)
+
+
+def _conv2d_input(size, grad_output_channels=4):
+    return ot.conv2d_input(size, torch.randn(4, 3, 2, 2), torch.randn(1, grad_output_channels, 4, 4))
+
+
+def _conv_transpose2d_weight(size, grad_output_shape=(1, 3, 4, 4)):
+    return ot.conv_transpose2d_weight(torch.randn(1, 4, 3, 3), size, torch.randn(grad_output_shape))
+
+
+# (id, call, the package's class, the message), each a RuntimeError in PyTorch too.
+MISTAKES = [
+    ("channels", lambda x, w: ot.conv_transpose2d(x, w[:3]), ValueError,
+     r"conv_transpose2d: weight \(3, 3, 2, 2\) expects 3 input channels \(its first axis\), "
+     r"input \(1, 4, 3, 3\) has 4"),
+    ("input-rank", lambda x, w: ot.conv_transpose2d(x[0, 0], w), ValueError,
+     r"conv_transpose2d: input must be 3 or 4-D, got shape \(3, 3\)"),
+    ("weight-rank", lambda x, w: ot.conv_transpose2d(x, w[0]), ValueError,
+     r"conv_transpose2d: weight must be 4-D, got shape \(3, 2, 2\)"),
+    ("bias-size", lambda x, w: ot.conv_transpose2d(x, w, torch.zeros(5)), ValueError,
+     r"conv_transpose2d: bias must have 3 elements \(the output channels\), got 5"),
+    ("groups", lambda x, w: ot.conv_transpose2d(x, w, groups=3), ValueError,
+     r"conv_transpose2d: the input channels \(4\) must be divisible by groups \(3\)"),
+    ("groups-0", lambda x, w: ot.conv_transpose2d(x, w, groups=0), ValueError,
+     r"conv_transpose2d: groups must be >= 1, got 0"),
+    ("stride-0", lambda x, w: ot.conv_transpose2d(x, w, stride=0), ValueError,
+     r"conv_transpose2d: stride must be >= 1 on every axis, got \[0, 0\]"),
+    ("stride-length", lambda x, w: ot.conv_transpose2d(x, w, stride=(2, 2, 2)), ValueError,
+     r"conv_transpose2d: stride must be an int or a sequence of 1 or 2 ints"),
+    ("negative-padding", lambda x, w: ot.conv_transpose2d(x, w, padding=-1), ValueError,
+     r"conv_transpose2d: padding must be >= 0, got -1"),
+    ("output-padding", lambda x, w: ot.conv_transpose2d(x, w, stride=2, output_padding=2),
+     ValueError, r"conv_transpose2d: output_padding\[0\] = 2 must be smaller than stride \(2\)"),
+    ("output-too-small", lambda x, w: ot.conv_transpose2d(x, w, padding=5), ValueError,
+     r"conv_transpose2d: input of \(3, 3\) per channel gives an output of \(-6, -6\): too small"),
+    ("dtype-mix", lambda x, w: ot.conv_transpose2d(x, w.double()), TypeError,
+     r"conv_transpose2d: weight is torch.float64 and input torch.float32: they must share one "
+     r"dtype"),
+    ("dtype-f64", lambda x, w: ot.conv_transpose2d(x.double(), w.double()), TypeError,
+     r"conv_transpose2d: input is torch.float64; the ops take float32, bfloat16, float16"),
+    ("input_size-length", lambda x, w: _conv2d_input([1, 4, 3]), ValueError,
+     r"conv2d_input: input_size must have 4 entries \(N, C_in, \*X\), got \[1, 4, 3\]"),
+    ("grad_output-channels", lambda x, w: _conv2d_input([1, 3, 5, 5], 5), ValueError,
+     r"conv2d_input: weight \(4, 3, 2, 2\) expects 4 channels of grad_output"),
+    # From the package's checks below, its tensor names turned into PyTorch's.
+    ("input_size-channels", lambda x, w: _conv2d_input([1, 2, 5, 5]), ValueError,
+     r"conv2d_input: weight \(4, 3, 2, 2\): the I axis \(3\) times groups \(1\) must equal the "
+     r"channels of input_size \(2\)"),
+    ("input_size-spatial", lambda x, w: _conv2d_input([1, 3, 9, 9]), ValueError,
+     r"conv2d_input: spatial axis 0: input_size size 9 and grad_output size 4 do not fit"),
+    ("weight_size-channels", lambda x, w: _conv_transpose2d_weight([4, 3, 2, 2], (1, 5, 4, 4)),
+     ValueError, r"conv_transpose2d_weight: weight_size \(4, 3, 2, 2\) with groups 1 takes an "
+     r"input of 4 channels and a grad_output of 3, got 4 and 5"),
+    ("weight_size-spatial", lambda x, w: _conv_transpose2d_weight([4, 3, 2, 2], (1, 3, 7, 7)),
+     ValueError, r"conv_transpose2d_weight: spatial axis 0: input size 3 and grad_output size 7 "
+     r"do not fit kernel 2"),
+]
+
+
+@pytest.mark.parametrize("call, error, match", [m[1:] for m in MISTAKES],
+                         ids=[m[0] for m in MISTAKES])
+def test_mistakes_raise_what_torch_raises_in_torchs_names(call, error, match):
+    # A RuntimeError as PyTorch raises for each (`except RuntimeError` written for
+    # torch.nn catches it) and the package's ValueError/TypeError, worded with
+    # input/weight/bias/grad_output, never src/weights/diff_dst.
+    x, w = _x_w()
+    with pytest.raises(RuntimeError, match=match) as info:
+        call(x, w)
+    assert isinstance(info.value, error)
+    assert not re.search(r"\b(src|weights|diff_dst|diff_src|dst_shape)\b", str(info.value))
+
+
+def test_a_tensor_of_another_type_is_a_type_error_as_in_torch():
+    x, w = _x_w()
+    with pytest.raises(TypeError, match="conv_transpose2d: input must be a torch.Tensor, got "
+                                        "ndarray") as info:
+        ot.conv_transpose2d(x.numpy(), w)
+    assert not isinstance(info.value, RuntimeError)

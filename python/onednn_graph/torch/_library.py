@@ -59,9 +59,10 @@ def _attrs(stride: List[int], pads_begin: List[int], pads_end: List[int], dilati
                 dilations=list(dilation), groups=groups, **_NCX, **extra)
 
 
-def _conv_transpose_shape(input: torch.Tensor, weight: torch.Tensor, stride: List[int],
+def conv_transpose_shape(input: torch.Tensor, weight: torch.Tensor, stride: List[int],
                           pads_begin: List[int], pads_end: List[int], output_padding: List[int],
                           dilation: List[int], groups: int) -> list:
+    """ConvTranspose's output shape (N, C_out, *X) for (N, C_in, *X) data and IOX weights."""
     spatial = [transposed_size(x, k, s, d, pb, pe, op) for x, k, s, d, pb, pe, op in zip(
         input.shape[2:], weight.shape[2:], stride, dilation, pads_begin, pads_end, output_padding)]
     return [input.shape[0], weight.shape[1] * groups, *spatial]
@@ -93,7 +94,7 @@ def conv_transpose(input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
                    stride: List[int], pads_begin: List[int], pads_end: List[int],
                    output_padding: List[int], dilation: List[int], groups: int) -> torch.Tensor:
     """ConvTranspose (IOX weights), optionally with bias."""
-    out = _empty(_conv_transpose_shape(input, weight, stride, pads_begin, pads_end, output_padding,
+    out = _empty(conv_transpose_shape(input, weight, stride, pads_begin, pads_end, output_padding,
                                        dilation, groups), input, input, weight)
     if _has_no_elements(input, weight):
         return _zeros_plus_bias(out, bias)
@@ -165,7 +166,7 @@ def bias_grad(grad_output: torch.Tensor) -> torch.Tensor:
 
 @conv_transpose.register_fake
 def _(input, weight, bias, stride, pads_begin, pads_end, output_padding, dilation, groups):  # type: ignore[no-untyped-def]
-    return _empty(_conv_transpose_shape(input, weight, stride, pads_begin, pads_end, output_padding,
+    return _empty(conv_transpose_shape(input, weight, stride, pads_begin, pads_end, output_padding,
                                         dilation, groups), input, input, weight)
 
 

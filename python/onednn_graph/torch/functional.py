@@ -11,6 +11,11 @@ when autograd needs it. ``convNd_input`` is ``torch.nn.grad.convNd_input`` on
 ConvolutionBackwardData, ``conv_transposeNd_weight`` the weight gradient of
 ``conv_transposeNd`` on ConvTransposeBackwardWeights.
 
+A mistake raises what PyTorch raises, a RuntimeError, which is also the package's
+ValueError (``ArgumentError``) or, for dtypes, TypeError (``DTypeError``); messages name
+the tensors as PyTorch does (input, weight, bias, grad_output, input_size, weight_size).
+A non-tensor argument is a plain TypeError, as in PyTorch.
+
 Every call goes through a registered custom op (``torch.ops.onednn_graph.*``,
 ``_library``), so ``torch.compile(fullgraph=True)`` and ``torch.export`` see one
 node per op.
@@ -18,12 +23,14 @@ node per op.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Union
+import contextlib
+import re
+from typing import Any, Iterator, List, Optional, Sequence, Union
 
 import torch
 
 from .. import padding as _padding
-from ..torch_like import padding_per_axis as _padding_arg, per_axis as _per_axis
+from ..torch_like import padding_per_axis as _padding_arg, per_axis as _torch_like_per_axis
 from . import _library
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -34,12 +41,77 @@ IntOrSeq = Union[int, Sequence[int]]
 PaddingArg = Union[str, int, Sequence[Any]]
 
 
+class ArgumentError(ValueError, RuntimeError):
+    """A bad shape or value given to a torch layer: a ValueError, as the package raises
+    for one, and a RuntimeError, as PyTorch's convolutions raise for the same mistake, so
+    that ``except RuntimeError`` written for ``torch.nn`` catches it too."""
+
+
+class DTypeError(TypeError, RuntimeError):
+    """Tensors of a dtype the op does not take, or of different dtypes: a TypeError to
+    the package, a RuntimeError as PyTorch raises ("expected scalar type ...")."""
+
+
+_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+# The package's tensor names (oneDNN's) and PyTorch's, for messages raised below the
+# torch layer.
+_TORCH_NAMES = {"src": "input", "weights": "weight", "weights_shape": "weight_size",
+                "dst_shape": "input_size", "diff_dst": "grad_output", "diff_src": "grad_input",
+                "dst": "output"}
+_ONEDNN_NAME = re.compile(r"\b(" + "|".join(sorted(_TORCH_NAMES, key=len, reverse=True)) + r")\b")
+
+
+@contextlib.contextmanager
+def _in_torch_terms(fn: str) -> Iterator[None]:
+    """Errors of the package's checks below as PyTorch raises them (also RuntimeErrors),
+    its tensors under PyTorch's names."""
+    try:
+        yield
+    except (ArgumentError, DTypeError):
+        raise
+    except ValueError as exc:
+        raise ArgumentError(_torch_message(fn, exc)) from None
+    except TypeError as exc:
+        raise DTypeError(_torch_message(fn, exc)) from None
+
+
+def _torch_message(fn: str, exc: Exception) -> str:
+    message = _ONEDNN_NAME.sub(lambda m: _TORCH_NAMES[m.group(1)], str(exc))
+    return message if message.startswith(f"{fn}:") else f"{fn}: {message}"
+
+
+def _per_axis(fn: str, name: str, value: Any, nsp: int, least: int) -> list[int]:
+    """``torch_like.per_axis``, its ValueErrors as PyTorch's errors."""
+    with _in_torch_terms(fn):
+        return _torch_like_per_axis(fn, name, value, nsp, least)
+
+
 def _check_tensor(fn: str, name: str, value: Any, ndims: Sequence[int]) -> None:
-    if not isinstance(value, torch.Tensor):
+    if not isinstance(value, torch.Tensor):  # a TypeError in PyTorch too
         raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(value).__name__}")
     if value.dim() not in ndims:
-        raise ValueError(f"{fn}: {name} must be {' or '.join(map(str, ndims))}-D, got shape "
-                         f"{tuple(value.shape)}")
+        raise ArgumentError(f"{fn}: {name} must be {' or '.join(map(str, ndims))}-D, got shape "
+                            f"{tuple(value.shape)}")
+
+
+def _check_dtypes(fn: str, **tensors: Optional[torch.Tensor]) -> None:
+    """One dtype for all `tensors`, one the ops take (PyTorch, too, refuses a mix)."""
+    given = {name: t.dtype for name, t in tensors.items() if t is not None}
+    first, dtype = next(iter(given.items()))
+    if dtype not in _DTYPES:
+        raise DTypeError(f"{fn}: {first} is {dtype}; the ops take float32, bfloat16, float16")
+    for name, other in given.items():
+        if other != dtype:
+            raise DTypeError(f"{fn}: {name} is {other} and {first} {dtype}: they must share "
+                             f"one dtype")
+
+
+def _check_output_size(fn: str, input: torch.Tensor, spatial: Sequence[int]) -> None:
+    if any(v < 1 for v in spatial):
+        raise ArgumentError(f"{fn}: input of {tuple(input.shape[2:])} per channel gives an output "
+                            f"of {tuple(spatial)}: too small (padding too large for the kernel, "
+                            f"stride and dilation)")
 
 
 def _conv_transpose_nd(nsp: int, input: Any, weight: Any, bias: Any, stride: IntOrSeq,
@@ -50,31 +122,45 @@ def _conv_transpose_nd(nsp: int, input: Any, weight: Any, bias: Any, stride: Int
     _check_tensor(fn, "weight", weight, (nsp + 2,))
     if bias is not None:
         _check_tensor(fn, "bias", bias, (1,))
-    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
-        raise ValueError(f"{fn}: groups must be an int >= 1, got {groups!r}")
+    _check_dtypes(fn, input=input, weight=weight, bias=bias)
+    _check_groups(fn, groups)
     strides = _per_axis(fn, "stride", stride, nsp, 1)
     dilations = _per_axis(fn, "dilation", dilation, nsp, 1)
     extra = _per_axis(fn, "output_padding", output_padding, nsp, 0)
     unbatched = input.dim() == nsp + 1
     x = input.unsqueeze(0) if unbatched else input
     if x.shape[1] != weight.shape[0]:
-        raise ValueError(f"{fn}: weight {tuple(weight.shape)} expects {weight.shape[0]} input "
-                         f"channels (its first axis), input {tuple(input.shape)} has {x.shape[1]}")
-    if weight.shape[0] % groups:
-        raise ValueError(f"{fn}: the input channels ({weight.shape[0]}) must be divisible by "
-                         f"groups ({groups})")
+        raise ArgumentError(f"{fn}: weight {tuple(weight.shape)} expects {weight.shape[0]} input "
+                            f"channels (its first axis), input {tuple(input.shape)} has "
+                            f"{x.shape[1]}")
+    _check_divisible(fn, "the input channels", weight.shape[0], groups)
     if bias is not None and bias.shape[0] != weight.shape[1] * groups:
-        raise ValueError(f"{fn}: bias must have {weight.shape[1] * groups} elements (the output "
-                         f"channels), got {bias.shape[0]}")
-    try:
+        raise ArgumentError(f"{fn}: bias must have {weight.shape[1] * groups} elements (the "
+                            f"output channels), got {bias.shape[0]}")
+    with _in_torch_terms(fn):
         pads = _padding.from_torch(_padding_arg(padding, nsp), extra,
                                    kernel=tuple(int(k) for k in weight.shape[2:]),
                                    strides=strides, dilations=dilations)
-    except ValueError as exc:
-        raise ValueError(f"{fn}: {exc}") from None
-    y = _library.conv_transpose(x, weight, bias, strides, list(pads.pads_begin), list(pads.pads_end),
-                                list(pads.output_padding), dilations, groups)
+    _check_output_size(fn, x, _library.conv_transpose_shape(
+        x, weight, strides, list(pads.pads_begin), list(pads.pads_end), list(pads.output_padding),
+        dilations, groups)[2:])
+    with _in_torch_terms(fn):
+        y = _library.conv_transpose(x, weight, bias, strides, list(pads.pads_begin),
+                                    list(pads.pads_end), list(pads.output_padding), dilations,
+                                    groups)
     return y.squeeze(0) if unbatched else y
+
+
+def _check_groups(fn: str, groups: Any) -> None:
+    if not isinstance(groups, int) or isinstance(groups, bool):
+        raise TypeError(f"{fn}: groups must be an int, got {groups!r}")
+    if groups < 1:
+        raise ArgumentError(f"{fn}: groups must be >= 1, got {groups}")
+
+
+def _check_divisible(fn: str, what: str, channels: int, groups: int) -> None:
+    if channels % groups:
+        raise ArgumentError(f"{fn}: {what} ({channels}) must be divisible by groups ({groups})")
 
 
 def conv_transpose1d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
@@ -119,13 +205,22 @@ def _conv_input(nsp: int, input_size: Sequence[int], weight: torch.Tensor, grad_
     fn = f"conv{nsp}d_input"
     _check_tensor(fn, "weight", weight, (nsp + 2,))
     _check_tensor(fn, "grad_output", grad_output, (nsp + 2,))
+    _check_dtypes(fn, grad_output=grad_output, weight=weight)
+    _check_groups(fn, groups)
     size = [int(v) for v in input_size]
     if len(size) != nsp + 2:
-        raise ValueError(f"{fn}: input_size must have {nsp + 2} entries (N, C_in, *X), got {size}")
+        raise ArgumentError(f"{fn}: input_size must have {nsp + 2} entries (N, C_in, *X), got "
+                            f"{size}")
+    if grad_output.shape[1] != weight.shape[0]:
+        raise ArgumentError(f"{fn}: weight {tuple(weight.shape)} expects {weight.shape[0]} "
+                            f"channels of grad_output (its first axis), grad_output "
+                            f"{tuple(grad_output.shape)} has {grad_output.shape[1]}")
+    _check_divisible(fn, "the output channels", weight.shape[0], groups)
     pads = _per_axis(fn, "padding", padding, nsp, 0)
-    return _library.convolution_backward_data(
-        grad_output, weight, size, _per_axis(fn, "stride", stride, nsp, 1), pads, pads,
-        _per_axis(fn, "dilation", dilation, nsp, 1), groups)
+    with _in_torch_terms(fn):
+        return _library.convolution_backward_data(
+            grad_output, weight, size, _per_axis(fn, "stride", stride, nsp, 1), pads, pads,
+            _per_axis(fn, "dilation", dilation, nsp, 1), groups)
 
 
 def conv1d_input(input_size: Sequence[int], weight: torch.Tensor, grad_output: torch.Tensor,
@@ -157,18 +252,25 @@ def _conv_transpose_weight(nsp: int, input: torch.Tensor, weight_size: Sequence[
     fn = f"conv_transpose{nsp}d_weight"
     _check_tensor(fn, "input", input, (nsp + 2,))
     _check_tensor(fn, "grad_output", grad_output, (nsp + 2,))
+    _check_dtypes(fn, input=input, grad_output=grad_output)
+    _check_groups(fn, groups)
     size = [int(v) for v in weight_size]
     if len(size) != nsp + 2:
-        raise ValueError(f"{fn}: weight_size must have {nsp + 2} entries (C_in, C_out/groups, *K), "
-                         f"got {size}")
+        raise ArgumentError(f"{fn}: weight_size must have {nsp + 2} entries (C_in, C_out/groups, "
+                            f"*K), got {size}")
+    if input.shape[1] != size[0] or grad_output.shape[1] != size[1] * groups:
+        raise ArgumentError(f"{fn}: weight_size {tuple(size)} with groups {groups} takes an input "
+                            f"of {size[0]} channels and a grad_output of {size[1] * groups}, got "
+                            f"{input.shape[1]} and {grad_output.shape[1]}")
     strides = _per_axis(fn, "stride", stride, nsp, 1)
     dilations = _per_axis(fn, "dilation", dilation, nsp, 1)
-    pads = _padding.from_torch(_padding_arg(padding, nsp),
-                               _per_axis(fn, "output_padding", output_padding, nsp, 0),
-                               kernel=tuple(size[2:]), strides=strides, dilations=dilations)
-    return _library.conv_transpose_backward_weights(
-        input, grad_output, size, strides, list(pads.pads_begin), list(pads.pads_end),
-        list(pads.output_padding), dilations, groups)
+    with _in_torch_terms(fn):
+        pads = _padding.from_torch(_padding_arg(padding, nsp),
+                                   _per_axis(fn, "output_padding", output_padding, nsp, 0),
+                                   kernel=tuple(size[2:]), strides=strides, dilations=dilations)
+        return _library.conv_transpose_backward_weights(
+            input, grad_output, size, strides, list(pads.pads_begin), list(pads.pads_end),
+            list(pads.output_padding), dilations, groups)
 
 
 def conv_transpose1d_weight(input: torch.Tensor, weight_size: Sequence[int], grad_output: torch.Tensor,
