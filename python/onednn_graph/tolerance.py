@@ -47,7 +47,13 @@ def accumulation_terms(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]])
 
 
 class Comparison:
-    """The outcome of comparing oneDNN's result with the reference."""
+    """The outcome of comparing oneDNN's result with the reference: true exactly when
+    every element is within tolerance (``ok``), so ``assert compare(...)`` checks it.
+
+    >>> ref = np.array([1.0, 2.0])
+    >>> bool(Comparison(np.array([1.0, 2.5]), ref, np.full(2, 1e-6)))
+    False
+    """
 
     def __init__(self, got: np.ndarray, ref: np.ndarray, tol: np.ndarray) -> None:
         err = np.abs(got.astype(np.float64) - ref)
@@ -63,6 +69,12 @@ class Comparison:
         if not self.ok:
             self.worst = tuple(int(i) for i in np.unravel_index(np.argmax(np.where(bad, err - tol, -np.inf)), err.shape))
         self.got, self.ref, self.tol = got, ref, tol
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        return f"<Comparison {'ok' if self.ok else 'FAILED'}: {self}>"
 
     def __str__(self) -> str:
         if self.ok:

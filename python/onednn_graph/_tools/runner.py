@@ -60,10 +60,15 @@ class OpCheck:
     terms: int
     comparison: tolerance.Comparison
 
+    def __bool__(self) -> bool:
+        """True exactly when the op agrees with the reference (its comparison does)."""
+        return bool(self.comparison)
+
 
 @dataclass
 class Result:
-    """What one run of a graph gave."""
+    """What one run of a graph gave: true exactly when every op was checked and agreed
+    (``passed``; a perf-mode run checks nothing, so it is false)."""
 
     passed: Optional[bool]                # None in perf mode
     checks: list[OpCheck] = field(default_factory=list)
@@ -76,6 +81,22 @@ class Result:
     @property
     def gflops(self) -> Optional[float]:
         return self.flops / self.median_ms / 1e6 if self.median_ms else None
+
+    def __bool__(self) -> bool:
+        return self.passed is True
+
+    def __repr__(self) -> str:
+        return f"<Result {self._verdict()}>"
+
+    def _verdict(self) -> str:
+        """Why the result is true or false, in words (its repr)."""
+        if self.passed is None:
+            return f"not checked (perf mode): median {self.median_ms} ms, {self.flops} FLOPs"
+        if self.passed:
+            return f"passed: {len(self.checks)} op(s) within tolerance"
+        failed = "; ".join(f"op {c.op_id} {c.kind} {c.dtype}: {c.comparison}"
+                           for c in self.checks if not c)
+        return f"FAILED: {failed}"
 
 
 @dataclass
