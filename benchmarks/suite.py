@@ -21,8 +21,9 @@ The systems:
   ``_impl.packed_form``), that bare op on the same tensors, without the package's
   rearrangement.
 
-FLOPs = 2 * N * C_in * (C_out / groups) * prod(K) * prod(spatial of ConvTranspose's src),
-the same for the four ops.
+FLOPs are ``_cost.problem(...).flops`` (the package's one count, the CLI's too):
+2 * N * C_in * (C_out / groups) * the products of the equivalent ConvTranspose that
+land inside its dst, the same for the four ops.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ import numpy as np
 
 from onednn_graph import _core, ops, shapes
 from onednn_graph._impl import (as_f32 as _as_f32, attrs as _attrs, call as _call,
-                                compiled as _compiled, dtypes as _dtypes, formed as _formed,
-                                version as _version, plan as _plan, registry)
+                                compiled as _compiled, cost as _cost, dtypes as _dtypes,
+                                formed as _formed, version as _version, plan as _plan, registry)
 from onednn_graph.operation import compile_op
 
 
@@ -97,8 +98,10 @@ SHORT = dict(zip(OPS, ("CT", "CTBD", "CTBW", "CBD")))
 FORMATS = {"NCX": ("IOX", "OIX"), "NXC": ("XOI", "XIO")}  # CT family, CBD
 
 
-def flops(c: Case) -> float:
-    return 2.0 * c.n * c.c_in * (c.c_out // c.groups) * c.k ** len(c.spatial) * math.prod(c.spatial)
+def flops(p: "Problem") -> int:
+    """The FLOPs of `p`, counted by the package's one rule (``_impl.cost``)."""
+    input_shapes = [a.shape for a in p.arrays]
+    return _cost.problem(shapes.plan(p.kind, input_shapes, **p.kwargs), input_shapes).flops
 
 
 @dataclasses.dataclass
@@ -769,7 +772,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 break
         steal, r = min(attempts, key=lambda a: a[0])
         r.update(steal=steal, attempts=len(attempts))
-        r.update(case=c.name, kind=kind, dtype=dtype, format=fmt, gflops=flops(c) / r["functional"] / 1e9)
+        r.update(case=c.name, kind=kind, dtype=dtype, format=fmt, gflops=flops(p) / r["functional"] / 1e9)
         rows.append(r)
         extra = f" torch {r['functional'] / r['torch']:.2f}" if r.get("torch") else ""
         extra += f" C++ {r['functional'] / r['cpp']:.3f}" if r.get("cpp") else ""

@@ -22,10 +22,15 @@ from onednn_graph._impl import lowering as _lowering  # noqa: E402
 
 
 def test_flops_by_hand():
-    # dcgan-1: 2 * N * C_in * C_out * K^2 * X^2 = 2 * 16 * 512 * 256 * 16 * 16
-    assert suite.flops(suite.CASES[0]) == 2 * 16 * 512 * 256 * 16 * 16
+    # dcgan-1: 2 * N * C_in * C_out * the (position, tap) pairs kept per axis. Stride 2,
+    # kernel 4, pads 1 on a 4-wide src: of its 4 * 4 pairs, dst position 2i - 1 + t
+    # falls in the pads for (i, t) = (0, 0) and (3, 3): 14 kept.
+    dcgan = suite.problem(suite.CASES[0], "ConvTranspose", "f32", "NXC")
+    assert suite.flops(dcgan) == 2 * 16 * 512 * 256 * 14 * 14
+    # depthwise: the same two of its 32 * 4 pairs per axis; one channel per group
     depthwise = next(c for c in suite.CASES if c.name == "depthwise")
-    assert suite.flops(depthwise) == 2 * 8 * 64 * 1 * 16 * 32 * 32
+    for kind in suite.OPS:
+        assert suite.flops(suite.problem(depthwise, kind, "f32", "NCX")) == 2 * 8 * 64 * 1 * 126 * 126
 
 
 def test_cases_on_request_run_only_when_named():
@@ -78,7 +83,7 @@ def test_one_measurement_and_its_report():
                                         f"oneDNN {v[0]}.{v[1]} for a tiny problem)")
     assert r["tune_warm"] > 0 and r["tune_first"] > 0
     r.update(case="tiny", kind="ConvTranspose", dtype="f32", format="NXC",
-             gflops=suite.flops(tiny) / r["functional"] / 1e9)
+             gflops=suite.flops(p) / r["functional"] / 1e9)
     text = suite.report([r], {"f32": None}, 1.0, [], rounds=1)
     assert "| tiny | CT | f32 | NXC |" in text and math.isfinite(r["gflops"])
 
