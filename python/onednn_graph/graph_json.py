@@ -204,6 +204,11 @@ class _Reader:
                 if writer.setdefault(t.id, i) != i:
                     self.fail(f"graph[{i}].outputs[{k}].id", f"tensor {t.id} is written by "
                               f"op {ops[writer[t.id]].id} too")
+        for i, op in enumerate(ops):
+            own = [t.id for t in op.inputs if writer.get(t.id) == i]
+            if own:  # the one-op cycle: an output that reuses one of its op's input ids
+                self.fail(f"graph[{i}]", f"op {op.id} reads tensor {own[0]} and writes it: an "
+                          "output id reuses an input id (give the output an id of its own)")
         cycle = _cycle(ops, writer)
         if cycle:
             chain = " -> ".join(f"op {ops[i].id}" for i in cycle + cycle[:1])

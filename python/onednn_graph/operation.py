@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -158,7 +158,7 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
             "oneDNN's default threads", RuntimeWarning, stacklevel=2)
     cp = _plan.plan_call(kind, names, arrays, attrs)
     prepared = _call.prepare(cp, arrays, constant=constant, copied=copied, tune=tune, threads=threads)
-    return Operation(kind, names, attrs, prepared, constant)
+    return Operation(kind, names, attrs, prepared, constant, [tuple(a.shape) for a in arrays])
 
 
 def _compile_fused(kind: str, inputs: dict[str, Any], attrs: dict[str, Any], post_ops: Any,
@@ -187,8 +187,11 @@ class Operation:
     """One op compiled for fixed shapes, strides and dtype (see ``compile_op``)."""
 
     def __init__(self, kind: str, names: tuple[str, ...], attrs: dict[str, Any],
-                 prepared: _call.Prepared, constant: Optional[int]) -> None:
+                 prepared: _call.Prepared, constant: Optional[int],
+                 input_shapes: Sequence[tuple[int, ...]] = ()) -> None:
         self.kind, self.attrs = kind, attrs
+        # What each argument was compiled for, to name the one at fault (issue 31).
+        self._shapes = tuple(s for i, s in enumerate(input_shapes) if i != constant)
         self._prepared = prepared
         self._constant = constant
         self.input_names = tuple(n for i, n in enumerate(names) if i != constant)
@@ -258,10 +261,22 @@ class Operation:
             inputs = [np.ascontiguousarray(a) if c else a for a, c in zip(inputs, self._copy)]
         if self._constant is not None:
             inputs.insert(self._constant, p.op.constants[self._constant])
-        if out is None:
-            return p.run(inputs, np.empty(p.output_shape, dtype))
-        p.run(inputs, _arrays.check_out(out, p.output_shape, dtype, inputs))
+        try:
+            if out is None:
+                return p.run(inputs, np.empty(p.output_shape, dtype))
+            p.run(inputs, _arrays.check_out(out, p.output_shape, dtype, inputs))
+        except ValueError as exc:
+            self._check_shapes(arrays)
+            raise exc
         return out  # the caller's own object (an ndarray, a torch tensor, ...)
+
+    def _check_shapes(self, arrays: Sequence[np.ndarray]) -> None:
+        """Raise for the first argument whose shape differs from the one compiled for,
+        named (oneDNN's refusal only says "input 0")."""
+        for name, a, expected in zip(self.input_names, arrays, self._shapes):
+            if tuple(a.shape) != expected:
+                raise ValueError(f"{self.kind}: {name} has shape {tuple(a.shape)}, the operation "
+                                 f"was compiled for {expected}")
 
     def _with_constant(self, arrays: tuple) -> tuple:
         c = self._constant

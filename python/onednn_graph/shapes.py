@@ -459,6 +459,61 @@ def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Plan
     >>> p.output_shape, p.pads_begin
     ((1, 4, 6), (0,))
     """
+    try:
+        return _planned(kind, input_shapes, **attrs)
+    except ValueError as exc:
+        hint = _layout_hint(kind, input_shapes, attrs, str(exc))
+        if not hint:
+            raise
+        raise ValueError(f"{exc}; {hint}") from None
+
+
+def _layout_hint(kind: str, input_shapes: Sequence[Sequence[int]], attrs: Mapping[str, Any],
+                 message: str) -> str:
+    """For channels that disagree, the format arguments under which these shapes would
+    agree, fewest changes first (NCX data passed with the default NXC, IOX weights
+    with the default XOI: the error alone did not say which argument to pass), or ""."""
+    if "channels" not in message or kind not in _registry.SPECS:
+        return ""
+    given = {"data_format": str(attrs.get("data_format", _attrs.DATA_FORMATS[0])).upper(),
+             "weights_format": str(attrs.get("weights_format",
+                                             _registry.SPECS[kind].weights_formats[0])).upper()}
+    others = [{"data_format": d, "weights_format": w} for d in _attrs.DATA_FORMATS
+              for w in _registry.SPECS[kind].weights_formats]
+    for formats in sorted(others, key=lambda f: sum(f[k] != given[k] for k in f)):
+        changed = {k: v for k, v in formats.items() if v != given[k]}
+        if not changed:
+            continue
+        try:
+            _planned(kind, input_shapes, **{**attrs, **formats})
+        except ValueError:
+            continue
+        spelled = " and ".join(f"{k}={v!r}" for k, v in changed.items())
+        them = "it" if len(changed) == 1 else "them"
+        return f"the channels would agree with {spelled}: pass {them} if the arrays are laid out that way"
+    return ""
+
+
+def _missing_batch_axis(kind: str, names: Sequence[str], input_shapes: Sequence[Sequence[int]],
+                        attrs: Mapping[str, Any]) -> None:
+    """A data tensor one axis short of the weights that fits once given a batch axis
+    lost it (``x[0]``); say so rather than blame the weights' rank."""
+    if "weights" not in names[1:len(input_shapes)]:
+        return
+    data, weights = input_shapes[0], input_shapes[names.index("weights")]
+    if len(data) + 1 != len(weights):
+        return
+    try:
+        _planned(kind, [(1, *data), *input_shapes[1:]], **attrs)
+    except (TypeError, ValueError):
+        return  # not only the batch axis: the rank check below says what it can
+    _fail(f"{names[0]} {tuple(data)} has rank {len(data)} but weights {tuple(weights)} "
+          f"rank {len(weights)}: {names[0]} is missing its batch axis N (for one "
+          f"sample, pass {names[0]}[None])")
+
+
+def _planned(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Plan:
+    """``plan`` without the layout hint."""
     if kind not in _registry.SPECS:
         _fail(f"unknown op kind {kind!r}; expected one of {KINDS}")
     spec = _registry.SPECS[kind]
@@ -467,6 +522,7 @@ def plan(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Plan
     if not spec.required <= len(input_shapes) <= len(names):
         _fail(f"{kind} takes inputs {names}, got {len(input_shapes)} shapes")
     first = _as_shape(names[0], input_shapes[0])
+    _missing_batch_axis(kind, names, input_shapes, attrs)
     rank = len(first)
     if rank < 3:
         _fail(f"{names[0]} {first} must have rank >= 3 (N, C and at least one spatial axis)")

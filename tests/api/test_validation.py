@@ -120,7 +120,8 @@ for op, (fn, args, out_shape, names) in OPS.items():
         for dt, shown in ((np.float64, "float64"), (np.int64, "int64"), (object, "object"),
                           (np.dtype(">f4"), ">f4"), (np.complex64, "complex64"), (bool, "bool")):
             bad("arrays", f"{op}-{name}-{shown}", TypeError,
-                rf"{name}: unsupported dtype {shown}; supported: f32", fn, *_with(args, i, a.astype(dt)))
+                rf"{name}: unsupported dtype {shown}; the ops take f32 \(float32\), "
+                r"bf16 \(bfloat16\), f16 \(float16\)$", fn, *_with(args, i, a.astype(dt)))
         bad("arrays", f"{op}-{name}-int32", TypeError, rf"{name}: dtype int32 \(s32\) is only used for shape",
             fn, *_with(args, i, a.astype(np.int32)))
         bad("arrays", f"{op}-{name}-mixed-f16", TypeError,

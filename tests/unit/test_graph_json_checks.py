@@ -63,7 +63,8 @@ def test_a_chain_loads():
      "before it writes"),
     ([(5, 0, 1), (6, 1, 1)], "graph[1].outputs[0].id: tensor 1 is written by op 5 too"),
     ([(5, 0, 1), (6, 2, 2)],  # an op that reads what it writes
-     "graph[1]: op 6 -> op 6 form a cycle: each reads a tensor the one before it writes"),
+     "graph[1]: op 6 reads tensor 2 and writes it: an output id reuses an input id (give "
+     "the output an id of its own)"),
 ])
 def test_a_tensor_written_twice_or_a_cycle_is_refused(links, words):
     with pytest.raises(ValueError) as info:

@@ -60,6 +60,10 @@ def _is_buffer(value: Any) -> bool:
     return True
 
 
+#: The dtypes of the ops' data tensors, spelled for messages: "f32 (float32), ...".
+_DATA_DTYPES = ", ".join(f"{n} ({_dtypes.DTYPES[n].name})" for n in _dtypes.FLOATING)
+
+
 def to_numpy(name: str, value: Any) -> np.ndarray:
     """A NumPy array over the memory of a caller's array object `name` (no copy)."""
     if isinstance(value, np.ndarray):
@@ -87,8 +91,10 @@ def as_input(name: str, value: Any) -> np.ndarray:
     array = to_numpy(name, value)
     try:
         _dtypes.dtype_name(array.dtype)
-    except TypeError as exc:
-        raise TypeError(f"{name}: {exc}") from None
+    except TypeError:
+        # Only the dtypes a data tensor takes: s32 and u8/s8 have their own rules below.
+        raise TypeError(f"{name}: unsupported dtype {array.dtype}; the ops take "
+                        f"{_DATA_DTYPES}") from None
     if array.dtype == np.int32:
         raise TypeError(f"{name}: dtype int32 (s32) is only used for shape inputs; "
                         "data tensors take f32, bf16 or f16")
