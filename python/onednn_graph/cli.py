@@ -72,12 +72,32 @@ def _mode(text: str) -> str:
     return mode
 
 
+#: Columns `onednn-graph info` fits its report in, unless --wide.
+INFO_WIDTH = 100
+
+
+class _Version(argparse.Action):
+    """--version, read when given (the versions come from the linked library)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        from ._tools import info as _info
+        print(_info.version_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="onednn-graph", description="oneDNN Graph JSON cases: inspect, "
                      "replay and verify on oneDNN.")
+    parser.add_argument("--version", action=_Version,
+                        help="print the package's and oneDNN's versions and oneDNN's ISA")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     info = sub.add_parser("info", help="versions, CPU, and what the linked oneDNN can do")
     info.add_argument("--json", action="store_true", help="print JSON")
+    info.add_argument("--wide", action="store_true", help=f"tables one row per line, however "
+                      f"wide (default: every line within {INFO_WIDTH} columns)")
     run = sub.add_parser("run", help="run JSON cases on oneDNN and check or time them")
     _case_options(run)
     run.add_argument("--batch", action="append", default=[], metavar="FILE",
@@ -361,7 +381,8 @@ def _case_line(index: int, o: Outcome, mode: str) -> str:
 def cmd_info(ns: argparse.Namespace) -> int:
     from ._tools import info as _info
     caps = _info.capabilities()
-    print(json.dumps(caps, indent=2) if ns.json else _info.report(caps))
+    print(json.dumps(caps, indent=2) if ns.json
+          else _info.report(caps, None if ns.wide else INFO_WIDTH))
     return EXIT_PASS
 
 
@@ -429,11 +450,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ns, extra = parser.parse_known_args(argv)
     _take_cases(parser, ns, extra)
     try:
-        return {"info": cmd_info, "run": cmd_run, "tune": cmd_tune,
-                "tuning": cmd_tuning}[ns.command](ns)
-    except BrokenPipeError:  # e.g. `onednn-graph run ... | head`: the reader has gone
+        status = {"info": cmd_info, "run": cmd_run, "tune": cmd_tune,
+                  "tuning": cmd_tuning}[ns.command](ns)
+        sys.stdout.flush()  # here, so that a closed pipe is seen here and not at exit
+        return status
+    except BrokenPipeError:
+        # `onednn-graph run ... | head -1`: the reader took what it wanted and left, which
+        # is no failure (`git log | head` exits 0 too). Output still buffered goes to
+        # /dev/null, so that Python's flush at exit does not report the pipe again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_FAIL
+        return EXIT_PASS
 
 
 def __dir__() -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import platform
+import textwrap
 from typing import Any, Optional
 
 import ml_dtypes
@@ -76,8 +77,43 @@ def capabilities() -> dict[str, Any]:
     }
 
 
-def report(caps: dict[str, Any]) -> str:
-    """`capabilities()` as text for a person."""
+def report(caps: dict[str, Any], width: Optional[int] = None) -> str:
+    """`capabilities()` as text for a person: every line within `width` columns (a table
+    too wide becomes a block per row, prose is wrapped), or None: a table row per line."""
+    return "\n".join(_fit(line, width) for line in _report(caps, width).split("\n"))
+
+
+def version_line() -> str:
+    """The package's and oneDNN's versions and the ISA oneDNN runs (``--version``)."""
+    v = _version.onednn_version()
+    return (f"onednn-graph {_version.package_version()}, oneDNN {v.major}.{v.minor}.{v.patch} "
+            f"({v.cpu_runtime}, {v.hash[:12]}), oneDNN ISA {_version.cpu_isa()}")
+
+
+def _fit(line: str, width: Optional[int]) -> str:
+    """`line` wrapped to `width`, its continuations indented 2 past its own indent."""
+    if width is None or len(line) <= width:
+        return line
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return "\n".join(textwrap.wrap(line, width, subsequent_indent=indent))
+
+
+def _table(rows: list[tuple[str, ...]], width: Optional[int]) -> list[str]:
+    """Rows under a header as aligned columns, or, where that is wider than `width`, each
+    row as a block: its first cell, then a "column: cell" line per other column."""
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  " + "  ".join("-" * w for w in widths))
+    if width is None or max(len(line) for line in lines) <= width:
+        return lines
+    blocks = []
+    for r in rows[1:]:
+        blocks.append(f"  {r[0]}")
+        blocks += [f"    {h}: {c}" for h, c in zip(rows[0][1:], r[1:]) if c]
+    return blocks
+
+
+def _report(caps: dict[str, Any], width: Optional[int]) -> str:
     o = caps["onednn"]
     lines = [
         f"onednn-graph {caps['package']} (Python {caps['python']}, NumPy {caps['numpy']}, "
@@ -86,7 +122,7 @@ def report(caps: dict[str, Any]) -> str:
         f"{caps['cpu_isa']}, {caps['threads']} threads ({caps['threads_source']})",
         f"constant-tensor cache: {'on' if caps['constant_tensor_cache'] else 'off'}",
     ]
-    lines.append(_kernel_table(caps["cpu_isa"], caps["kernels"]))
+    lines.append(_kernel_table(caps["cpu_isa"], caps["kernels"], width))
     f = caps["faster_in_f32"]
     if f["applies"]:
         lines.append(f"\nbf16/f16 {f['text']} run as the f32 chain here even where oneDNN has a "
@@ -112,17 +148,13 @@ def report(caps: dict[str, Any]) -> str:
     rows = [("op", "feature", "oneDNN as written", "with the package")] + [
         (s["op"], s["feature"], s.get("literal", "native" if s["native"] else "no"), s["package"])
         for s in support]
-    widths = [max(len(str(r[i])) for r in rows) for i in range(4)]
     lines.append("\nWhat the linked oneDNN does with each op as the spec writes it, and what "
                  "the package does (probed now, on small problems):")
-    for j, r in enumerate(rows):
-        lines.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
-        if j == 0:
-            lines.append("  " + "  ".join("-" * w for w in widths))
+    lines += _table([tuple(str(c) for c in r) for r in rows], width)
     return "\n".join(lines)
 
 
-def _kernel_table(isa: str, kernels: list[dict[str, str]]) -> str:
+def _kernel_table(isa: str, kernels: list[dict[str, str]], width: Optional[int]) -> str:
     """Op x dtype: what oneDNN has on this CPU and how the package runs it."""
     dtypes = list(dict.fromkeys(k["dtype"] for k in kernels))
     cells: dict[str, dict[str, str]] = {}
@@ -131,13 +163,8 @@ def _kernel_table(isa: str, kernels: list[dict[str, str]]) -> str:
         cells.setdefault(k["op"], {})[k["dtype"]] = f"{how}: {k['implementation']}" \
             if k["kernel"] != "none" else how
     rows = [("op", *dtypes)] + [(op, *(c.get(d, "") for d in dtypes)) for op, c in cells.items()]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = [f"\nKernels on this CPU ({isa}), per op and dtype, for {_kernels.TYPICAL_TEXT} "
            "(native: oneDNN's own kernel for the dtype; f32 chain: the op in f32 between "
            "oneDNN TypeCasts, because the kernel is missing (none) or only the reference "
            "one):"]
-    for j, r in enumerate(rows):
-        out.append("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-        if j == 0:
-            out.append("  " + "  ".join("-" * w for w in widths))
-    return "\n".join(out)
+    return "\n".join(out + _table(rows, width))
