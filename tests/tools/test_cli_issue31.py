@@ -49,3 +49,14 @@ def test_info_fits_100_columns_and_wide_keeps_a_row_per_line(capsys):
     for kind in og.shapes.KINDS:
         assert f"  {kind}" in narrow
     assert any(re.fullmatch(r"    f32: (native|f32 chain).*", line) for line in narrow)
+
+
+def test_the_perf_table_shows_the_times_of_a_result_that_has_no_verdict(capsys):
+    """A perf-mode Result is false (nothing was checked); the summary table still shows
+    its compile time, median and GFLOP/s."""
+    assert cli.main(["run", "--mode", "perf", "--repeat", "2",
+                     str(FIXTURES / "deconv_small.json")]) == 0
+    [row] = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("--case=") and "DONE" in line]
+    compile_ms, median_ms, gflops = row.split()[-3:]
+    assert float(compile_ms) > 0 and float(median_ms) > 0 and float(gflops) > 0
