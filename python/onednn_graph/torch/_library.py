@@ -42,10 +42,32 @@ def memory_format(*tensors: torch.Tensor) -> torch.memory_format:
     format). The strides decide, not ``is_contiguous``: a one-channel channels-last tensor
     is contiguous too, and still channels-last to PyTorch."""
     for t in tensors:
-        fmt = _prims_common.suggest_memory_format(t)
+        fmt = _suggested_format(t)
         if fmt != torch.contiguous_format:
             return fmt
     return torch.contiguous_format
+
+
+_CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
+def _suggested_format(t: torch.Tensor) -> torch.memory_format:
+    """``t.suggest_memory_format()``. Where exactly one of the two formats' contiguity
+    holds it decides (two C++ checks); where both or neither do (one channel, unit
+    spatial axes, gaps) the strides do, by torch's rule (6 us a call, a few per layer)."""
+    channels_last = _CHANNELS_LAST.get(t.dim())
+    if channels_last is None:
+        return torch.contiguous_format
+    if not _symbolic(t):  # symbolic sizes: torch's rule, which adds no guards
+        contiguous, last = t.is_contiguous(), t.is_contiguous(memory_format=channels_last)
+        if contiguous != last:
+            return channels_last if last else torch.contiguous_format
+    return _prims_common.suggest_memory_format(t)
+
+
+def _symbolic(t: torch.Tensor) -> bool:
+    """Whether `t` has symbolic sizes or strides (torch.compile with dynamic shapes)."""
+    return any(isinstance(v, torch.SymInt) for v in (*t.shape, *t.stride()))
 
 
 def transposed_size(x, k, s, d, pb, pe, op):  # type: ignore[no-untyped-def]
