@@ -211,6 +211,20 @@ def _dispatched_ops(fn):
     return {e.name for e in prof.events() if e.name.startswith("onednn_graph::")}
 
 
+def test_an_eager_forward_skips_the_dispatcher_and_a_traced_or_cast_one_does_not():
+    # Issue 31, item 11: eagerly, the op's function and gradient formula run as a plain
+    # autograd Function; under autocast (which must cast) the registered op runs.
+    _, ours = _pair(2, 3)
+    x = torch.randn(2, 3, 5, 5, requires_grad=True)
+    assert _dispatched_ops(lambda: ours(x)) == set()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert "onednn_graph::conv_transpose" in _dispatched_ops(lambda: ours(x))
+    y = ours(x)
+    assert y.grad_fn is not None
+    torch.testing.assert_close(y, torch.ops.onednn_graph.conv_transpose(
+        x, ours.weight, ours.bias, [2, 2], [0, 0], [0, 0], [0, 0], [1, 1], 1), rtol=0, atol=0)
+
+
 def test_a_plain_backward_runs_the_gradient_ops_without_the_dispatcher():
     # Issue 31, item 11: the custom-op layers cost ~45 us a call; a backward that only
     # needs the gradients calls the ops' functions directly. With create_graph the ops

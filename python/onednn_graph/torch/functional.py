@@ -16,9 +16,10 @@ ValueError (``ArgumentError``) or, for dtypes, TypeError (``DTypeError``); messa
 the tensors as PyTorch does (input, weight, bias, grad_output, input_size, weight_size).
 A non-tensor argument is a plain TypeError, as in PyTorch.
 
-Every call goes through a registered custom op (``torch.ops.onednn_graph.*``,
-``_library``), so ``torch.compile(fullgraph=True)`` and ``torch.export`` see one
-node per op.
+Every traced, transformed or autocast call goes through a registered custom op
+(``torch.ops.onednn_graph.*``, ``_library``), so ``torch.compile(fullgraph=True)`` and
+``torch.export`` see one node per op; a plain eager call runs the same function and
+gradient formula without the dispatcher's custom-op layers (``_library.run_conv_transpose``).
 """
 
 from __future__ import annotations
@@ -133,8 +134,8 @@ def _conv_transpose_nd(nsp: int, input: Any, weight: Any, bias: Any, stride: Int
     geometry = _geometry_of(fn, stride, padding, output_padding, dilation,
                             tuple(weight.shape[2:]), tuple(x.shape[2:]))
     with _in_torch_terms(fn):
-        y = _library.conv_transpose(x, weight, bias, *(list(v) for v in geometry[:4]),
-                                    list(geometry[4]), groups)
+        y = _library.run_conv_transpose(x, weight, bias, *(list(v) for v in geometry[:4]),
+                                        list(geometry[4]), groups)
     return y.squeeze(0) if unbatched else y
 
 
