@@ -16,6 +16,27 @@ Assumptions
     The package is installed (``pip install .``) and so is PyTorch
     (``pip install "onednn-graph[torch]"``); CPU only. ``--steps N`` and
     ``--plot PATH`` change the defaults.
+
+Step times (issue 31)
+    ``python examples/train_conv_transpose.py`` on a 2-core AMD EPYC (Zen 4,
+    ``og.system.cpu_isa()`` avx512_core_bf16), PyTorch 2.13, median of 300 steps,
+    three runs each (the machine was shared, so runs vary by ~10%):
+
+    * before (commit 96d9261), 2 threads: oneDNN 1.93-1.98 ms, PyTorch 1.35-1.37 ms
+      (1.43x); one thread: 1.96 against 1.32 ms (1.48x);
+    * after, 2 threads: oneDNN 1.49-1.64 ms, PyTorch 1.35-1.44 ms (1.10-1.14x);
+    * after, ``OMP_NUM_THREADS=1``: oneDNN 1.41-1.63 ms, PyTorch 1.26-1.37 ms
+      (1.12-1.19x).
+
+    (The issue's 6.46 against 3.95 ms was a Zen 3 EPYC.) What the profile
+    (cProfile and torch.profiler, one thread, 200 steps) says is left: oneDNN's own
+    work is 0.61 ms a step against 0.89 ms in PyTorch's convolution ops; the rest of
+    the gap is Python, about 40 us for each of the step's 11 calls (3 forwards, 2
+    backward-data, 3 backward-weights, 3 bias gradients): an autograd Function's
+    apply, the functional API's call path (torch tensors as NumPy views, the cached
+    call's lookup), the result's allocation. PyTorch's layers spend that in C++. The
+    package already skips the dispatcher's custom-op layers where nothing traces a call
+    and checks a module's arguments once; what is left is the price of a Python layer.
 """
 
 from __future__ import annotations
