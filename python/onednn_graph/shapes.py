@@ -496,19 +496,20 @@ def _layout_hint(kind: str, input_shapes: Sequence[Sequence[int]], attrs: Mappin
 
 def _missing_batch_axis(kind: str, names: Sequence[str], input_shapes: Sequence[Sequence[int]],
                         attrs: Mapping[str, Any]) -> None:
-    """A data tensor one axis short of the weights that fits once given a batch axis
-    lost it (``x[0]``); say so rather than blame the weights' rank."""
-    if "weights" not in names[1:len(input_shapes)]:
+    """A first input one axis short of the second (the weights, or the backward weights'
+    diff_dst) that fits once given a batch axis lost it (``x[0]``); say so rather than
+    blame the second's rank."""
+    if len(input_shapes) < 2:
         return
-    data, weights = input_shapes[0], input_shapes[names.index("weights")]
-    if len(data) + 1 != len(weights):
+    data, other = input_shapes[0], input_shapes[1]
+    if len(data) + 1 != len(other):
         return
     try:
         _planned(kind, [(1, *data), *input_shapes[1:]], **attrs)
     except (TypeError, ValueError):
         return  # not only the batch axis: the rank check below says what it can
-    _fail(f"{names[0]} {tuple(data)} has rank {len(data)} but weights {tuple(weights)} "
-          f"rank {len(weights)}: {names[0]} is missing its batch axis N (for one "
+    _fail(f"{names[0]} {tuple(data)} has rank {len(data)} but {names[1]} {tuple(other)} "
+          f"rank {len(other)}: {names[0]} is missing its batch axis N (for one "
           f"sample, pass {names[0]}[None])")
 
 

@@ -66,6 +66,13 @@ def test_a_missing_batch_axis_of_diff_dst_names_diff_dst():
         og.conv_transpose_backward_data(dst[0], W_XOI)
 
 
+def test_a_missing_batch_axis_of_the_weights_gradient_src_names_src():
+    dst = og.conv_transpose(X_NXC, W_XOI)
+    with pytest.raises(ValueError, match=r"^src \(5, 5, 4\) has rank 3 but diff_dst \(1, 7, 7, 6\) "
+                       r"rank 4: src is missing its batch axis"):
+        og.conv_transpose_backward_weights(X_NXC[0], dst, W_XOI.shape)
+
+
 def test_weights_with_an_extra_axis_still_blame_the_weights():
     with pytest.raises(ValueError, match=r"weights \(3, 3, 6, 4, 1\) must have rank 4"):
         og.conv_transpose(X_NXC, W_XOI[..., None])
