@@ -126,7 +126,8 @@ def _x_w():
 
 
 def _conv2d_input(size, grad_output_channels=4):
-    return ot.conv2d_input(size, torch.randn(4, 3, 2, 2), torch.randn(1, grad_output_channels, 4, 4))
+    grad_output = torch.randn(1, grad_output_channels, 4, 4)
+    return ot.conv2d_input(size, torch.randn(4, 3, 2, 2), grad_output)
 
 
 def _conv_transpose2d_weight(size, grad_output_shape=(1, 3, 4, 4)):

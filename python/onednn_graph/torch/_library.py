@@ -294,7 +294,8 @@ def _ctbd_backward(ctx, grad):  # type: ignore[no-untyped-def]
     attrs = ctx.args[3:]
     need = ctx.needs_input_grad
     gdy = _call(conv_transpose, grad, w, None, *attrs) if need[0] else None
-    gw = _call(conv_transpose_backward_weights, grad, dy, list(w.shape), *attrs) if need[1] else None
+    gw = (_call(conv_transpose_backward_weights, grad, dy, list(w.shape), *attrs)
+          if need[1] else None)
     return (gdy, gw) + (None,) * 7
 
 
@@ -316,7 +317,8 @@ def _cbd_backward(ctx, grad):  # type: ignore[no-untyped-def]
     attrs = (stride, pads_begin, pads_end, slack, dilation, groups)
     need = ctx.needs_input_grad
     gdy = _call(conv_transpose_backward_data, grad, w, list(dy.shape), *attrs) if need[0] else None
-    gw = _call(conv_transpose_backward_weights, dy, grad, list(w.shape), *attrs) if need[1] else None
+    gw = (_call(conv_transpose_backward_weights, dy, grad, list(w.shape), *attrs)
+          if need[1] else None)
     return (gdy, gw) + (None,) * 6
 
 

@@ -151,7 +151,8 @@ def _geometry(fn: str, stride: IntOrSeq, padding: PaddingArg, output_padding: In
         pads = _padding.from_torch(_padding_arg(padding, nsp), extra, kernel=kernel,
                                    strides=strides, dilations=dilations)
     out_spatial = [_library.transposed_size(*axis) for axis in zip(
-        in_spatial, kernel, strides, dilations, pads.pads_begin, pads.pads_end, pads.output_padding)]
+        in_spatial, kernel, strides, dilations, pads.pads_begin, pads.pads_end,
+        pads.output_padding)]
     if any(v < 1 for v in out_spatial):
         raise ArgumentError(f"{fn}: input of {tuple(in_spatial)} per channel gives an output of "
                             f"{tuple(out_spatial)}: too small (padding too large for the kernel, "
