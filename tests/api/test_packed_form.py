@@ -107,6 +107,20 @@ def test_low_precision_falls_back_to_the_op_as_written(rng):
     assert not prepared.op.lowering.startswith(_lowering.AS_PACKED)
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_a_low_precision_call_that_runs_as_the_f32_chain_never_plans_it(rng, dtype):
+    """Where this CPU's oneDNN runs a bf16/f16 op as the f32 chain, the f32 rules pick the
+    default; where they pick the packed form (f32 only), the call plans by its own dtype's
+    rules instead. oneDNN's conv_bwd_d_3d.json in f16 (32 -> 3 channels, stride 1, NXC)
+    crashed here with KeyError: the probe read the packed form's attributes as an op's."""
+    arrays, kw = _problem(rng, CBD, "NXC", "XIO", 3, 3, (0, 0), 3, batch=2, dtype=dtype,
+                          spatial=(16, 16, 16))
+    cp = _plan.plan_call(CBD, input_names(CBD)[:len(arrays)], arrays, dict(kw))
+    assert _lowering.formed(cp.way) not in _lowering.F32_ONLY_FORMS
+    got = og.convolution_backward_data(*arrays, **kw)
+    assert_call_matches_reference(CBD, arrays, kw, got, dtype)
+
+
 @pytest.mark.parametrize("kind,fmt,isa,channels,rank,chosen", [
     (CT, "NXC", "avx512_core_bf16", 3, 2, True),
     (CBD, "NXC", "avx512_core_bf16", 8, 1, True),

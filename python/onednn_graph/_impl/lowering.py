@@ -379,6 +379,11 @@ def polyphase_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chos
     return NativeOp("Convolution", attrs, f"{AS_POLYPHASE} ({why})")
 
 
+#: The formulations that run in f32 only (_impl.packed_form, _impl.polyphase_form): a
+#: bf16/f16 call never takes them, even where it runs as the f32 chain.
+F32_ONLY_FORMS = ("packed", "polyphase")
+
+
 def formed(way: NativeOp) -> Optional[str]:
     """Which of the package's formulations on views of the arrays `way` is: "matmul"
     (``matmul_way``), "packed" (``packed_way``), "polyphase" (``polyphase_way``), or None

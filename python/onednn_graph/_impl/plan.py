@@ -83,8 +83,8 @@ def _runs_in(way: _lowering.NativeOp, dtype: str, plan: shapes.Plan,
     inputs."""
     if dtype not in _dtypes.LOW_PRECISION or way.unreached:
         return dtype
-    if way.kind == _lowering.MATMUL:
-        return "f32"  # its product always runs in f32, between the package's casts
+    if way.kind == _lowering.MATMUL or _lowering.formed(way) in _lowering.F32_ONLY_FORMS:
+        return "f32"  # the MatMul's product runs in f32 between the package's casts
     taken, output = [tuple(s) for s in input_shapes], tuple(plan.output_shape)
     if way.crop:
         index = _lowering.geometry_tensor(plan.attrs.kind)
@@ -127,8 +127,9 @@ def plan_call(kind: str, names: Sequence[str], inputs: Sequence[Any],
     name = dtype_name(dtype)
     runs_in = _runs_in(native, name, plan, input_shapes, size.flops)
     way = _lowering.preferred(plan, input_shapes, native, runs_in, flops=size.flops)
-    if runs_in != name and way is not native and \
-            _runs_in(way, name, plan, input_shapes, size.flops) == name:
+    if runs_in != name and way is not native and (
+            _runs_in(way, name, plan, input_shapes, size.flops) == name
+            or _lowering.formed(way) in _lowering.F32_ONLY_FORMS):  # they cannot take `name`
         way = _lowering.preferred(plan, input_shapes, native, name, flops=size.flops)
     result_shape, out_perm = tuple(plan.output_shape), None
     if legacy_filter is not None:
