@@ -1,7 +1,7 @@
 """oneDNN's ConvTranspose family as PyTorch layers and custom ops.
 
-Importable where PyTorch is installed (``pip install "onednn-graph[torch]"``); the
-rest of the package never needs it.
+Importable where PyTorch is installed (PyTorch's CPU wheel, then the ``torch`` extra:
+README, "With PyTorch"); the rest of the package never needs it.
 
 * ``conv_transpose1d/2d/3d``: ``torch.nn.functional``'s signature, differentiable
   (every gradient computed by oneDNN), plus asymmetric and ``"same"`` padding;
@@ -16,8 +16,9 @@ rest of the package never needs it.
 try:
     import torch  # noqa: F401
 except ImportError:  # pragma: no cover - depends on the environment
-    raise ImportError("onednn_graph.torch needs PyTorch: pip install \"onednn-graph[torch]\" "
-                      "(or pip install torch)") from None
+    raise ImportError("onednn_graph.torch needs PyTorch: pip install torch --index-url "
+                      "https://download.pytorch.org/whl/cpu (its CPU wheel; README, "
+                      "'With PyTorch')") from None
 
 from . import _library  # noqa: F401  (registers torch.ops.onednn_graph.*)
 from .functional import (conv1d_input, conv2d_input, conv3d_input, conv_transpose1d,
