@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from typing import Any, Iterator, List, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import torch
 
@@ -107,8 +107,6 @@ def _check_dtypes(fn: str, **tensors: Optional[torch.Tensor]) -> None:
         if other != dtype:
             raise DTypeError(f"{fn}: {name} is {other} and {first} {dtype}: they must share "
                              f"one dtype")
-
-
 
 
 def _conv_transpose_nd(nsp: int, input: Any, weight: Any, bias: Any, stride: IntOrSeq,
