@@ -28,7 +28,7 @@ import numpy as np
 import suite
 from onednn_graph import reference, shapes, tolerance
 from onednn_graph._impl import call as _call, lowering as _lowering, registry
-from onednn_graph._impl.dtypes import dtype_name
+from onednn_graph._impl.arrays import dtype_name
 from onednn_graph.errors import UnsupportedError
 
 KINDS = {"ConvTranspose": reference.conv_transpose,

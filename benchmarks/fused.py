@@ -34,7 +34,7 @@ import numpy as np
 import suite
 import onednn_graph as og
 from onednn_graph import post, quant
-from onednn_graph._impl import compiled as _compiled, dtypes as _dtypes, fused as _fused
+from onednn_graph._impl import compiled as _compiled, arrays as _arrays, fused as _fused
 from onednn_graph._impl import version as _version
 
 CASES = ("dcgan-1", "dcgan-2", "unet-1", "unet-2")
@@ -59,7 +59,7 @@ def systems(c: suite.Case, dtype: str, torch: Any) -> tuple[dict[str, Callable[[
     if dtype == "int8":
         return int8_system(c)
     rng = np.random.default_rng(0)
-    nd = _dtypes.numpy_dtype(dtype)
+    nd = _arrays.numpy_dtype(dtype)
     x = rng.standard_normal((c.n, *c.spatial, c.c_in)).astype(nd)
     w = (rng.standard_normal((c.k, c.k, c.c_out, c.c_in)) * 0.1).astype(nd)  # XOI
     b = rng.standard_normal(c.c_out).astype(nd)
@@ -68,7 +68,7 @@ def systems(c: suite.Case, dtype: str, torch: Any) -> tuple[dict[str, Callable[[
     skip = rng.standard_normal(shape).astype(nd)
     out, y, z = (np.empty(shape, nd) for _ in range(3))
     chain = [post.relu(), post.add(skip)]
-    port = (_compiled.meta(out), _dtypes.dtype_name(nd), None)
+    port = (_compiled.meta(out), _arrays.dtype_name(nd), None)
     relu = _fused.Fused(None, port, [("ReLU", (), None)], port)
     add = _fused.Fused(None, port, [("Add", (), (_compiled.meta(skip), port[1], None))], port)
 

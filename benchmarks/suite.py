@@ -11,7 +11,7 @@ The systems:
 * ``functional``: ``onednn_graph.conv_transpose(..., out=buf)`` and friends,
 * ``compiled``: an ``onednn_graph.compile_op`` operation called with ``out=``,
 * ``tuned``: the same with ``tune=True``, where the problem has another lowering
-  or a thread count to choose (``_lowering.alternatives``, ``_cost.SMALL_FLOPS``),
+  or a thread count to choose (``_lowering.alternatives``, ``_plan.SMALL_FLOPS``),
 * ``torch``: PyTorch's own kernels (``conv_transpose*d`` and
   ``aten.convolution_backward``, the functions autograd calls), when installed,
 * ``cpp``: ``benchmarks/single_op.cpp``, the same single-op partition (the op
@@ -21,7 +21,7 @@ The systems:
   ``_impl.packed_form``), that bare op on the same tensors, without the package's
   rearrangement.
 
-FLOPs are ``_cost.problem(...).flops`` (the package's one count, the CLI's too):
+FLOPs are ``_plan.problem(...).flops`` (the package's one count, the CLI's too):
 2 * N * C_in * (C_out / groups) * the products of the equivalent ConvTranspose that
 land inside its dst, the same for the four ops.
 """
@@ -45,7 +45,7 @@ import numpy as np
 
 from onednn_graph import _core, ops, shapes
 from onednn_graph._impl import (as_f32 as _as_f32, attrs as _attrs, call as _call,
-                                compiled as _compiled, cost as _cost, dtypes as _dtypes,
+                                compiled as _compiled, arrays as _arrays,
                                 formed as _formed, version as _version, plan as _plan, registry)
 from onednn_graph.operation import compile_op
 
@@ -99,9 +99,9 @@ FORMATS = {"NCX": ("IOX", "OIX"), "NXC": ("XOI", "XIO")}  # CT family, CBD
 
 
 def flops(p: "Problem") -> int:
-    """The FLOPs of `p`, counted by the package's one rule (``_impl.cost``)."""
+    """The FLOPs of `p`, counted by the package's one rule (``_impl.plan.problem``)."""
     input_shapes = [a.shape for a in p.arrays]
-    return _cost.problem(shapes.plan(p.kind, input_shapes, **p.kwargs), input_shapes).flops
+    return _plan.problem(shapes.plan(p.kind, input_shapes, **p.kwargs), input_shapes).flops
 
 
 @dataclasses.dataclass
@@ -121,7 +121,7 @@ class Problem:
 def problem(c: Case, kind: str, dtype: str, fmt: str, seed: int = 0) -> Problem:
     rng = np.random.default_rng(seed)
     nd = len(c.spatial)
-    np_dtype = _dtypes.numpy_dtype(dtype)
+    np_dtype = _arrays.numpy_dtype(dtype)
     ct_wf, conv_wf = FORMATS[fmt]
     attrs = dict(strides=c.s, pads_begin=c.p, pads_end=c.p, groups=c.groups, data_format=fmt)
     x_shape = shapes.data_shape_for(fmt, c.n, c.c_in, c.spatial)
@@ -155,7 +155,7 @@ def _torch_call(p: Problem, torch: Any) -> Callable[[], Any]:
     nd = len(p.case.spatial)
 
     def t(a: np.ndarray, channels_axis: bool = True) -> Any:
-        if a.dtype == _dtypes.numpy_dtype("bf16"):
+        if a.dtype == _arrays.numpy_dtype("bf16"):
             tensor = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
         else:
             tensor = torch.from_numpy(a)

@@ -18,7 +18,7 @@ static data_type dtype_arg(py::handle dtype) {
             throw py::type_error(std::string("unsupported ") + (e.what() + 8)); // drop "unknown "
         }
     }
-    py::object name = py::module_::import("onednn_graph._impl.dtypes").attr("dtype_name")(dtype);
+    py::object name = py::module_::import("onednn_graph._impl.arrays").attr("dtype_name")(dtype);
     return to_data_type(name.cast<std::string>());
 }
 

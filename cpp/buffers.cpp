@@ -13,7 +13,7 @@ std::string join(const std::vector<int64_t> &v) {
     return s + (v.size() == 1 ? ",)" : ")");
 }
 
-// onednn_graph._impl.dtypes.DTYPES, looked up once when the module loads (an import
+// onednn_graph._impl.arrays.DTYPES, looked up once when the module loads (an import
 // per buffer costs microseconds on the hot path). Never released, so that no
 // reference is dropped after the interpreter has finalized.
 py::handle dtype_table;
@@ -146,7 +146,7 @@ std::string table_dtype_name(const py::array &a) {
 }
 
 void load_dtype_table() {
-    dtype_table = py::object(py::module_::import("onednn_graph._impl.dtypes").attr("DTYPES")).release();
+    dtype_table = py::object(py::module_::import("onednn_graph._impl.arrays").attr("DTYPES")).release();
 }
 
 } // namespace onednn_graph

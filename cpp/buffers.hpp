@@ -16,7 +16,7 @@ void check_buffer(const dg::logical_tensor &lt, const py::array &a, const std::s
 // path sends every other case, and every mismatch, to check_buffer.
 struct BufferSpec {
     bool fast = false;
-    PyObject *dtype = nullptr; // borrowed from onednn_graph._impl.dtypes.DTYPES, which is never released
+    PyObject *dtype = nullptr; // borrowed from onednn_graph._impl.arrays.DTYPES, which is never released
     py::ssize_t itemsize = 0;
     dims shape, strides;       // strides in bytes; axes of extent <= 1 hold 0 (never compared)
 };
@@ -45,7 +45,7 @@ bool has_dtype(const py::array &a, PyObject *dtype);
 // The table's name of `a`'s dtype, or NumPy's name of it when the table has none.
 std::string table_dtype_name(const py::array &a);
 
-// Looks up onednn_graph._impl.dtypes.DTYPES; called once when the module loads.
+// Looks up onednn_graph._impl.arrays.DTYPES; called once when the module loads.
 void load_dtype_table();
 
 } // namespace onednn_graph

@@ -43,7 +43,7 @@ def assert_call_matches_reference(kind, arrays, kw, got, dtype):
     (its shape keyword included), against the op's reference with the op's bound."""
     cp = plan_call(kind, _registry.input_names(kind)[:len(arrays)], arrays, dict(kw))
     args, kwargs = list(arrays), dict(kw)
-    shape_attr = _registry.shape_attr(kind)  # the legacy op's filter_shape too
+    shape_attr = _registry.SHAPE_ATTRS[kind]  # the legacy op's filter_shape too
     if shape_attr:
         args.append(kwargs.pop(shape_attr))
     assert_matches_reference(got, getattr(reference, _registry.function(kind)), tuple(args), kwargs,

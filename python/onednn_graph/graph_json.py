@@ -30,7 +30,7 @@ from typing import Any, NoReturn, Optional, Sequence, Union
 
 from . import _core, _impl, graph as _graph, quant as _quant
 from .errors import Error, UnsupportedError
-from ._impl import dtypes as _dtypes, registry as _registry
+from ._impl import arrays as _arrays, registry as _registry
 from ._impl.arrays import dense_strides
 from ._impl.json_format import (FORMAT_VERSION, LT_FIELDS, UNKNOWN_DIM, attr_types, document,
                                 known_kinds, op_json, to_json)
@@ -106,9 +106,9 @@ class _Reader:
                       f"whose elements overlap: axis {axis} (size {shape[axis]}) needs a stride "
                       f"of at least {needed} (the extent of the axes inside it), got "
                       f"{strides[axis]}")
-        if dtype not in _dtypes.DTYPES:
+        if dtype not in _arrays.DTYPES:
             return  # _core.LogicalTensor names the dtype it does not know
-        itemsize = _dtypes.DTYPES[dtype].itemsize
+        itemsize = _arrays.DTYPES[dtype].itemsize
         too_long = [a for a, s in enumerate(strides) if s * itemsize > _INT64_MAX]
         if too_long:  # even on an axis of size 1: NumPy and oneDNN keep byte strides in int64
             axis = too_long[0]

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _core, ops, quant as _quant
 from ._impl import (arrays as _arrays, attrs as _attrs, call as _call, compiled as _compiled,
-                    dtypes as _dtypes, fused as _fused, plan as _plan, registry as _registry,
+                    fused as _fused, plan as _plan, registry as _registry,
                     version as _version)
 
 __all__ = ["Operation", "FusedOperation", "compile_op"]
@@ -53,10 +53,10 @@ def _example(name: str, value: Any, dtype: Optional[str]) -> np.ndarray:
         if dtype is None:
             raise TypeError(f"compile_op: {name} is given as a shape; also give dtype=")
         shape = _attrs.check_int_list(name, value, 0)
-        return np.lib.stride_tricks.as_strided(np.empty(1, _dtypes.numpy_dtype(dtype)), shape,
+        return np.lib.stride_tricks.as_strided(np.empty(1, _arrays.numpy_dtype(dtype)), shape,
                                                [0] * len(shape))  # shape only; never read
     array = _arrays.as_input(name, value)
-    if dtype is not None and _dtypes.dtype_name(array.dtype) != _dtypes.dtype_name(dtype):
+    if dtype is not None and _arrays.dtype_name(array.dtype) != _arrays.dtype_name(dtype):
         raise TypeError(f"compile_op: {name} has dtype {array.dtype}, dtype= says {dtype}")
     return array
 
@@ -96,7 +96,7 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
         runtime (PyPI's oneDNN 3.13 runs SYCL) a count > 0 warns
         (RuntimeWarning) and has no effect.
         By default the package chooses: 1 for a problem under 1 MFLOP, else
-        all (``_cost.threads``); ``tune`` then also times the other count.
+        all (``_plan.threads``); ``tune`` then also times the other count.
     **arguments
         The op's inputs by name (``src``, ``weights``, ``bias``, ``diff_dst``,
         ...), each an array (its shape, strides and dtype are compiled for) or
@@ -216,7 +216,7 @@ class Operation:
     @property
     def threads(self) -> Optional[int]:
         """The OpenMP threads it was compiled for and runs on; 1 for a problem under
-        ``_cost.SMALL_FLOPS`` (or as tuning chose), None for oneDNN's default (all)."""
+        ``_plan.SMALL_FLOPS`` (or as tuning chose), None for oneDNN's default (all)."""
         return self._prepared.op.threads or None
 
     @property

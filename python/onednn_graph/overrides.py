@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from . import _core, graph as _graph, post as _post, shapes
-from ._impl import dtypes as _dtypes, json_format as _json_format, registry as _registry
+from ._impl import arrays as _arrays, json_format as _json_format, registry as _registry
 
 __all__ = ["InShape", "parse_in_shapes", "parse_op_attrs", "parse_dt", "parse_mb",
            "parse_op_kind", "parse_tensor_property", "parse_count", "apply", "dense_strides",
@@ -146,8 +146,8 @@ def parse_dt(text: str) -> Union[str, dict[int, str]]:
     ('bf16', {0: 'f16', 2: 'f16'})
     """
     def check(dt: str) -> str:
-        if dt not in _dtypes.FLOATING:
-            _fail("--dt", dt, f"expected one of {', '.join(_dtypes.FLOATING)}")
+        if dt not in _arrays.FLOATING:
+            _fail("--dt", dt, f"expected one of {', '.join(_arrays.FLOATING)}")
         return dt
     if ":" not in text:
         return check(text)
@@ -476,7 +476,7 @@ def apply(graph: _graph.Graph, in_shapes: Optional[dict[int, InShape]] = None,
     def dtype_of(lt: Any) -> str:
         if isinstance(dt, dict):
             return dt.get(lt.id, lt.dtype)
-        return dt if dt and lt.dtype in _dtypes.FLOATING else lt.dtype
+        return dt if dt and lt.dtype in _arrays.FLOATING else lt.dtype
 
     def property_of(lt: Any) -> str:
         return tensor_property.get(lt.id, lt.property)

@@ -10,7 +10,7 @@ it ahead of time.
 from __future__ import annotations
 
 from . import _impl
-from ._impl.tuning import set_tuning, tuning_enabled
+from ._impl.call import set_tuning, tuning_enabled
 from ._impl.tuning_db import TuningDatabase, TuningEntry, tuning_database
 
 __all__ = ["set_tuning", "tuning_enabled", "tuning_database", "TuningDatabase", "TuningEntry"]

@@ -19,7 +19,7 @@ from onednn_graph._impl import (arrays as _arrays, as_f32 as _as_f32, casts as _
                                 compiled as _compiled,
                                 kernels as _kernels, lowering as _lowering)
 from onednn_graph._tools import support as _support
-from onednn_graph._impl.dtypes import dtype_name
+from onednn_graph._impl.arrays import dtype_name
 from onednn_graph._impl import registry
 from helpers import assert_matches_reference, random
 

@@ -1,6 +1,6 @@
 """Reproducers of functional-API calls, compiled ops and graphs, replayed by the
 driver in exact mode (oneDNN must equal the reference exactly); and the
-problem-size arithmetic (_cost) the driver and the tolerances use."""
+problem-size arithmetic (_plan.problem) the driver and the tolerances use."""
 
 import json
 
@@ -10,7 +10,7 @@ import pytest
 import onednn_graph as og
 from onednn_graph import shapes
 from onednn_graph.reproducer import reproducer
-from onednn_graph._impl import compiled as _compiled, cost as _cost
+from onednn_graph._impl import compiled as _compiled, plan as _plan
 from onednn_graph._tools import runner as _runner
 from onednn_graph.tolerance import accumulation_terms, exact_range
 
@@ -115,7 +115,7 @@ def test_flops_and_terms_by_hand():
     shapes_in = [(1, 4, 4, 5), (4, 2, 3, 2)]
     p = shapes.plan("ConvolutionBackwardData", shapes_in, dst_shape=(1, 4, 8, 9),
                     weights_format="OIX", groups=2, **KW)
-    assert _cost.problem(p, shapes_in).flops == 2 * 4 * 2 * 11 * 9
+    assert _plan.problem(p, shapes_in).flops == 2 * 4 * 2 * 11 * 9
     assert accumulation_terms(p, shapes_in) == 2 * 6  # C_src/g * K
     p = shapes.plan("ConvTransposeBackwardWeights", [(2, 4, 5, 6), (2, 3, 10, 11)],
                     weights_shape=(4, 3, 3, 2), weights_format="IOX", **KW)

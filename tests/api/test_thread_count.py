@@ -1,4 +1,4 @@
-"""Small problems run on one OpenMP thread (``_cost.threads``); where oneDNN is not
+"""Small problems run on one OpenMP thread (``_plan.threads``); where oneDNN is not
 OpenMP (PyPI's 3.13: SYCL), a thread count warns that it has no effect.
 
 oneDNN 3.2 compiles a kernel for the thread count it finds, and the package
@@ -14,7 +14,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import _core
-from onednn_graph._impl import cost as _cost
+from onednn_graph._impl import plan as _plan
 from onednn_graph._tools import support as _support
 from onednn_graph._impl import registry
 from helpers import random
@@ -39,7 +39,7 @@ def _omp_max_threads():
 @pytest.mark.parametrize("data_format", ["NCX", "NXC"])
 def test_both_thread_counts_compute_the_op(monkeypatch, small_flops, kind, geometry, data_format,
                                            dtype):
-    monkeypatch.setattr(_cost, "SMALL_FLOPS", small_flops)
+    monkeypatch.setattr(_plan, "SMALL_FLOPS", small_flops)
     s, pb, pe, d, op = geometry
     p = _support.problem(_support.Case(kind, dtype, data_format=data_format, strides=s,
                                        pads_begin=pb, pads_end=pe, dilations=d, output_padding=op))

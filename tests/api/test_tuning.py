@@ -17,10 +17,10 @@ import onednn_graph as og
 from onednn_graph.errors import UnsupportedError
 from onednn_graph import shapes
 from onednn_graph._impl import (as_f32 as _as_f32, call as _call, compiled as _compiled,
-                                cost as _cost, lowering as _lowering)
+                                plan as _plan, lowering as _lowering)
 from onednn_graph._tools import support as _support
 from onednn_graph._impl.arrays import crop
-from onednn_graph._impl.dtypes import dtype_name
+from onednn_graph._impl.arrays import dtype_name
 from onednn_graph._impl import registry
 from helpers import random
 
@@ -87,7 +87,7 @@ def test_tune_keeps_the_fastest_and_computes_the_op(kind):
     p = _problem(kind, GEOMETRIES[1], "NXC", "f32")
     inputs = dict(zip(registry.input_names(kind), p.args))
     op = og.compile_op(kind, tune=True, **inputs, **p.kwargs)
-    # two lowerings, each on both thread counts: the problem is small (_cost.SMALL_FLOPS)
+    # two lowerings, each on both thread counts: the problem is small (_plan.SMALL_FLOPS)
     assert op.tuning is not None and len(op.tuning) == (4 if og._core.can_limit_threads() else 2)
     # the fastest where it won clearly, else the default (_tuning.verdict)
     best = min(op.tuning, key=op.tuning.get)
@@ -220,7 +220,7 @@ def test_the_default_rules_of_each_cpu_family(kind, dtype, data_format, groups, 
     plan = shapes.plan(kind, in_shapes, **p.kwargs)
     native = _lowering.lower(plan, in_shapes)
     way = _lowering.preferred(plan, in_shapes, native, dtype, isa,
-                              _cost.problem(plan, in_shapes).flops, version)
+                              _plan.problem(plan, in_shapes).flops, version)
     assert way.kind == _default(kind, dtype, data_format, groups, on_avx512, below, isa, version)
     said = f"(faster on oneDNN {version[0]}.{version[1]} for" in way.lowering
     assert said == (way.kind != kind), way.lowering

@@ -80,7 +80,7 @@ def test_the_functional_api_uses_the_database_under_set_tuning(counted, monkeypa
     _tune()
     _fresh()
     og.cache.clear_cache()
-    monkeypatch.setattr(_tuning, "_functional", True)
+    monkeypatch.setattr(_call, "_tune_new", True)
     counted.update(compiles=0, timings=0)
     dy, w = np.ones((2, 9, 9, 8), np.float32), np.ones((3, 3, 8, 8), np.float32)
     kw = {k: v for k, v in PROBLEM.items() if k not in ("diff_dst", "weights", "dtype")}

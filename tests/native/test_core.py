@@ -10,7 +10,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import _core
-from onednn_graph._impl import dtypes as _dtypes, kernels as _kernels
+from onednn_graph._impl import arrays as _arrays, kernels as _kernels
 from helpers import NUMPY, UNDER_ASAN, assert_matches_reference, random
 
 CONV_ATTRS = {"strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0],
@@ -108,16 +108,16 @@ def test_logical_tensor_strides_unknown_rank_and_dims():
 @pytest.mark.parametrize("name, np_type", [("f32", np.float32), ("bf16", ml_dtypes.bfloat16),
                                            ("f16", np.float16), ("s32", np.int32)])
 def test_dtype_mapping_both_ways(name, np_type):
-    assert _dtypes.dtype_name(np_type) == name
-    assert _dtypes.dtype_name(np.dtype(np_type)) == name
-    assert _dtypes.numpy_dtype(name) == np.dtype(np_type)
+    assert _arrays.dtype_name(np_type) == name
+    assert _arrays.dtype_name(np.dtype(np_type)) == name
+    assert _arrays.numpy_dtype(name) == np.dtype(np_type)
     assert og.LogicalTensor(0, np_type, (1,)).dtype == name
 
 
 @pytest.mark.parametrize("bad", [np.float64, np.int64, object, np.dtype(">f4"), "f64"])
 def test_unsupported_dtype_is_type_error_listing_supported(bad):
     with pytest.raises(TypeError, match="supported: f32"):
-        _dtypes.dtype_name(bad)
+        _arrays.dtype_name(bad)
     with pytest.raises(TypeError, match="supported"):
         og.LogicalTensor(0, bad, (1,))
 

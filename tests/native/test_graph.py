@@ -2,7 +2,7 @@
 
 Truth is the functional API's result, itself checked against the reference
 in test_ops. Both run the same oneDNN kernels, but the functional API runs
-these small problems on one thread (``_cost.threads``) and the partitions here
+these small problems on one thread (``_plan.threads``) and the partitions here
 run on oneDNN's default, so a sum may be split between threads differently
 (``same_sums``).
 """

@@ -75,7 +75,7 @@ def test_one_measurement_and_its_report():
     p = suite.problem(tiny, "ConvTranspose", "f32", "NXC")
     r = suite.measure(p, None, None, rounds=1, target=1e-4)
     # the tiny problem runs as ConvolutionBackwardData (_lowering.TINY_FLOPS), on one
-    # thread where OpenMP allows it (_cost.threads)
+    # thread where OpenMP allows it (_plan.threads)
     assert r["functional"] > 0 and r["compiled"] > 0
     v = _lowering.linked_version()
     if (v, _lowering.avx512(cpu_isa())) in _lowering.MEASURED:

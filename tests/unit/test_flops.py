@@ -1,4 +1,4 @@
-"""FLOPs are counted once (``_impl.cost``), over the output that is really computed.
+"""FLOPs are counted once (``_impl.plan.problem``), over the output that is really computed.
 
 Each op's count here is written by hand, in that op's own direction: the
 multiply-adds whose two operands are both inside the tensors, times 2. Pads that
@@ -16,7 +16,7 @@ from typing import Any, Iterator
 import pytest
 
 from onednn_graph import shapes
-from onednn_graph._impl import cost as _cost
+from onednn_graph._impl import plan as _plan
 
 CASES = {  # id: (N, C_in, C_out, groups, src spatial, kernel, strides, dilations, pads_begin, pads_end)
     "cropped-1d": (1, 2, 3, 1, (28,), (3,), (2,), (1,), (0,), (41,)),
@@ -82,7 +82,7 @@ def planned(kind: str, g: dict[str, Any]) -> tuple[shapes.Plan, list[tuple[int, 
 def test_flops_match_a_hand_count(kind: str, case: str) -> None:
     g = geometry(CASES[case])
     plan, inputs = planned(kind, g)
-    assert _cost.problem(plan, inputs).flops == hand_count(kind, g)
+    assert _plan.problem(plan, inputs).flops == hand_count(kind, g)
 
 
 def test_the_issue_crop_counts_16_of_57_positions() -> None:
@@ -92,7 +92,7 @@ def test_the_issue_crop_counts_16_of_57_positions() -> None:
     assert g["y_sp"] == (16, 16)
     plan, inputs = planned("ConvTranspose", g)
     uncropped = 2 * math.prod((28, 28, 3, 3))
-    assert _cost.problem(plan, inputs).flops == hand_count("ConvTranspose", g) < uncropped / 3
+    assert _plan.problem(plan, inputs).flops == hand_count("ConvTranspose", g) < uncropped / 3
 
 
 def test_one_axis_matches_its_loop_over_many_geometries() -> None:
@@ -100,9 +100,9 @@ def test_one_axis_matches_its_loop_over_many_geometries() -> None:
     for src, dst, k, s, d, pb in itertools.product(range(1, 6), range(1, 12), range(1, 4),
                                                     range(1, 4), range(1, 4), range(0, 7)):
         loop = sum(0 <= i * s - pb + t * d < dst for i in range(src) for t in range(k))
-        assert _cost.products_along(src, dst, k, s, d, pb) == loop, (src, dst, k, s, d, pb)
+        assert _plan.products_along(src, dst, k, s, d, pb) == loop, (src, dst, k, s, d, pb)
 
 
 def test_sizes_near_int64_are_counted_at_once() -> None:
     """The count runs on every call's plan: a kernel of 2**40 taps must not loop."""
-    assert _cost.products_along(2**40, 2**41, 2**40, 1, 1, 0) == 2**80
+    assert _plan.products_along(2**40, 2**41, 2**40, 1, 1, 0) == 2**80

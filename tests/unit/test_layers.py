@@ -28,14 +28,16 @@ PACKAGE = Path(onednn_graph.__file__).parent
 # Lowest first. Names are relative to onednn_graph ("" is the package itself); each
 # label starts with its layer's number.
 LAYERS = [
-    # The registry, dtypes and the attribute schema sit in _impl but are data that the
-    # spec's geometry (shapes) reads: the bottom of the engine and of the value types.
-    ("1 data", {"errors", "post", "quant", "_impl.registry", "_impl.dtypes", "_impl"}),
+    # The registry and the attribute schema sit in _impl but are data that the spec's
+    # geometry (shapes) reads: the bottom of the engine and of the value types.
+    ("1 data", {"errors", "post", "quant", "_impl.registry", "_impl"}),
     ("1 the attribute schema", {"_impl.attrs"}),
     ("1 geometry", {"shapes"}),
+    # The native module reads the dtype table from _impl.arrays when it loads.
+    ("2 the NumPy boundary: the dtype table and caller arrays", {"_impl.arrays"}),
     ("2 the native module", {"_core"}),
     ("2 the linked library", {"_impl.version"}),
-    ("2 rules", {"_impl.arrays", "_impl.lowering", "_impl.cost", "_impl.kernels", "_impl.casts",
+    ("2 rules", {"_impl.lowering", "_impl.kernels", "_impl.casts",
                  "_impl.kept_apart"}),
     ("2 plans, compiled ops", {"_impl.plan", "_impl.compiled", "_impl.json_format"}),
     ("2 a compiled op on views of the arrays", {"_impl.formed"}),

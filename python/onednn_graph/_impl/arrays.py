@@ -1,4 +1,5 @@
-"""Caller arrays: conversion to NumPy views, and checks on type, dtype, layout, overlap.
+"""Caller arrays: the one dtype table, conversion to NumPy views, and checks on type,
+dtype, layout, overlap.
 
 This is the one place where objects from other libraries become NumPy arrays.
 Accepted, in this order, all without copying:
@@ -31,7 +32,60 @@ from typing import Any, Sequence
 import ml_dtypes
 import numpy as np
 
-from . import attrs as _attrs, dtypes as _dtypes
+from . import attrs as _attrs
+
+# --- the one dtype table: oneDNN's dtype names <-> NumPy / ml_dtypes types ---
+
+# oneDNN name -> NumPy dtype. bf16 has no NumPy type of its own: ml_dtypes
+# provides it (the same type JAX and PyTorch's NumPy bridge use).
+DTYPES: dict[str, np.dtype] = {
+    "f32": np.dtype(np.float32),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f16": np.dtype(np.float16),
+    "s32": np.dtype(np.int32),
+    # Quantized data (onednn_graph.quant): read by Dequantize, written by Quantize.
+    "u8": np.dtype(np.uint8),
+    "s8": np.dtype(np.int8),
+}
+
+#: The floating-point dtypes the ops take, and those of them below f32, which run in
+#: f32 between TypeCasts where the CPU's oneDNN has no kernel (_impl.kernels, as_f32).
+LOW_PRECISION = ("bf16", "f16")
+FLOATING = ("f32",) + LOW_PRECISION
+#: The integer dtypes of quantized data, which the ops take only through onednn_graph.quant.
+QUANTIZED = ("u8", "s8")
+
+_NAMES = {dt: name for name, dt in DTYPES.items()}
+
+SUPPORTED = ", ".join(f"{name} ({dt.name})" for name, dt in DTYPES.items())
+
+
+def dtype_name(dtype: Any) -> str:
+    """oneDNN's name ("f32", "bf16", "f16", "s32", "u8", "s8") for a dtype-like object.
+
+    Accepts those names, NumPy dtypes, scalar types and anything ``np.dtype``
+    understands; raises TypeError for any other dtype, listing the supported
+    ones.
+    """
+    if isinstance(dtype, str) and dtype in DTYPES:
+        return dtype
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"unsupported dtype {dtype!r}; supported: {SUPPORTED}") from None
+    name = _NAMES.get(dt)
+    if name is None or not dt.isnative:
+        raise TypeError(f"unsupported dtype {dt.str if not dt.isnative else dt.name}"
+                        f"; supported: {SUPPORTED}")
+    return name
+
+
+def numpy_dtype(dtype: Any) -> np.dtype:
+    """The NumPy dtype for a oneDNN dtype name or dtype-like object."""
+    return DTYPES[dtype_name(dtype)]
+
+
+# --- caller arrays ---
 
 _ACCEPTED = ("numpy.ndarray, a CPU torch.Tensor, or an object with __dlpack__, "
              "__array_interface__ or the buffer protocol")
@@ -61,7 +115,7 @@ def _is_buffer(value: Any) -> bool:
 
 
 #: The dtypes of the ops' data tensors, spelled for messages: "f32 (float32), ...".
-_DATA_DTYPES = ", ".join(f"{n} ({_dtypes.DTYPES[n].name})" for n in _dtypes.FLOATING)
+_DATA_DTYPES = ", ".join(f"{n} ({DTYPES[n].name})" for n in FLOATING)
 
 
 def to_numpy(name: str, value: Any) -> np.ndarray:
@@ -90,7 +144,7 @@ def as_input(name: str, value: Any) -> np.ndarray:
     """The array oneDNN will read for input `name` (the caller's memory, when usable)."""
     array = to_numpy(name, value)
     try:
-        _dtypes.dtype_name(array.dtype)
+        dtype_name(array.dtype)
     except TypeError:
         # Only the dtypes a data tensor takes: s32 and u8/s8 have their own rules below.
         raise TypeError(f"{name}: unsupported dtype {array.dtype}; the ops take "
@@ -98,7 +152,7 @@ def as_input(name: str, value: Any) -> np.ndarray:
     if array.dtype == np.int32:
         raise TypeError(f"{name}: dtype int32 (s32) is only used for shape inputs; "
                         "data tensors take f32, bf16 or f16")
-    if _dtypes.dtype_name(array.dtype) in _dtypes.QUANTIZED:
+    if dtype_name(array.dtype) in QUANTIZED:
         raise TypeError(f"{name}: dtype {array.dtype} is quantized data: give it with its scale "
                         "and zero point, onednn_graph.quant.per_tensor(array, scale, zero_point) "
                         "(or quant.per_channel)")

@@ -33,7 +33,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import (casts as _casts, compiled as _compiled, dtypes as _dtypes, registry as _registry,
+from . import (casts as _casts, compiled as _compiled, arrays as _arrays, registry as _registry,
                version as _version)
 from .arrays import dense_strides
 from .compiled import CompiledOp, private_copy
@@ -81,13 +81,13 @@ def widen(ops: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any],
     next_op = max(op.id for op in ops) + 1
     casts_in, casts_out, mapped = [], [], {}
     for lt in inputs:
-        if lt.dtype in _dtypes.LOW_PRECISION and lt.id not in mapped:
+        if lt.dtype in _arrays.LOW_PRECISION and lt.id not in mapped:
             wide = _f32(next_tensor, lt, "constant" if lt.id in constants else "variable")
             casts_in.append(_core.Op(next_op, "TypeCast", [lt], [wide], {}, "TypeCast"))
             mapped[lt.id] = wide
             next_tensor, next_op = next_tensor + 1, next_op + 1
     for lt in outputs:
-        if lt.dtype in _dtypes.LOW_PRECISION:
+        if lt.dtype in _arrays.LOW_PRECISION:
             wide = _f32(next_tensor, lt)
             casts_out.append(_core.Op(next_op, "TypeCast", [wide], [lt], {}, "TypeCast"))
             mapped[lt.id] = wide
@@ -96,7 +96,7 @@ def widen(ops: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any],
     def retyped(lt: Any) -> Any:
         if lt.id in mapped:
             return mapped[lt.id]
-        if lt.dtype not in _dtypes.LOW_PRECISION:
+        if lt.dtype not in _arrays.LOW_PRECISION:
             return lt
         mapped[lt.id] = _f32(lt.id, lt)  # a tensor between two of the ops
         return mapped[lt.id]

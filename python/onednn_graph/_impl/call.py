@@ -13,23 +13,59 @@ every buffer again).
 
 from __future__ import annotations
 
+import os
 from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
 from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, casts as _casts, compiled as _compiled,
-               cost as _cost, dtypes as _dtypes, kernels as _kernels, lowering as _lowering,
+               kernels as _kernels, lowering as _lowering,
                matmul_form as _matmul_form, packed_form as _packed_form, plan as _plan,
                polyphase_form as _polyphase_form, tuning as _tuning, tuning_db as _tuning_db,
                unreached as _unreached)
-from .dtypes import dtype_name
+from .arrays import dtype_name
 from ..errors import UnsupportedError
 
 # tune=True also times each lowering on the other thread count below this many
-# FLOPs: around _cost.SMALL_FLOPS the two are close, and far above it one thread
+# FLOPs: around _plan.SMALL_FLOPS the two are close, and far above it one thread
 # loses by about the thread count.
-_TUNE_THREADS_BELOW = 64 * _cost.SMALL_FLOPS
+_TUNE_THREADS_BELOW = 64 * _plan.SMALL_FLOPS
+
+
+# og.tuning.set_tuning(True): the functional API tunes each new problem too (like
+# torch.backends.cudnn.benchmark). Off by default: it multiplies a first call's
+# cost (unless the tuning database holds the problem), and a problem's result may
+# then differ in rounding from an untuned run. ONEDNN_GRAPH_TUNING=1 turns it on
+# for a program that does not call set_tuning. The switch lives here, beside ``run``,
+# its one reader (tuning itself is _impl.tuning's).
+TUNING_ENV = "ONEDNN_GRAPH_TUNING"
+_tune_new = os.environ.get(TUNING_ENV, "").strip().lower() not in ("", "0", "off", "false", "no")
+
+
+def set_tuning(enabled: bool) -> None:
+    """Let the functional API measure every lowering of a new problem and keep the
+    fastest, as ``compile_op(..., tune=True)`` does (cached calls are unaffected).
+    Decisions are kept in the tuning database (``tuning_database()``), so a
+    problem is measured once per machine. At import, ``ONEDNN_GRAPH_TUNING=1``
+    sets it on.
+
+    Examples
+    --------
+    >>> import onednn_graph as og
+    >>> og.tuning.set_tuning(True); og.tuning.tuning_enabled()
+    True
+    >>> og.tuning.set_tuning(False)
+    """
+    global _tune_new
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_tuning takes a bool, got {type(enabled).__name__}")
+    _tune_new = enabled
+
+
+def tuning_enabled() -> bool:
+    """Whether the functional API tunes new problems (``set_tuning``)."""
+    return _tune_new
 
 
 class Prepared:
@@ -97,7 +133,7 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
     `tune`, every lowering of the problem is compiled and timed (on the given
     inputs and a result array of its own), and the fastest is kept. `threads`
     fixes the OpenMP thread count (0: oneDNN's default); by default
-    ``_cost.threads`` chooses, and tuning tries both.
+    ``_plan.threads`` chooses, and tuning tries both.
     """
     kind, dtype, plan, input_shapes = cp.kind, cp.dtype, cp.plan, cp.input_shapes
     native, way, result_shape, out_perm = cp.native, cp.way, cp.result_shape, cp.out_perm
@@ -156,7 +192,7 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
     if decided is not None:
         way, threads, in_f32 = decided
     elif threads is None:
-        threads = _cost.threads(size)
+        threads = _plan.threads(size)
     op: Any = None
     if way.unreached:  # no kernel window reaches the output: nothing to compile
         op = _unreached.Unreached(kind, dtype_name(dtype), [_compiled.meta(a) for a in arrays],
@@ -241,7 +277,7 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
         return formed_op(way, dtype, metas, out, constants, threads)
     taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
     args = (way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads)
-    if dtype not in _dtypes.LOW_PRECISION:  # f32 has optimized kernels on every ISA
+    if dtype not in _arrays.LOW_PRECISION:  # f32 has optimized kernels on every ISA
         return _compiled.CompiledOp(*args)  # (kernels.probed): nothing to ask or weigh
     kernel = _kernels.probed(way.kind, way.attrs, dtype, taken, target.shape)
     rows = _as_f32.batch_rows(way.kind, taken, target.shape, flops) if flops is not None else 0
@@ -253,7 +289,7 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
     try:
         return _compiled.CompiledOp(*args)
     except UnsupportedError as exc:
-        if dtype not in _dtypes.LOW_PRECISION:
+        if dtype not in _arrays.LOW_PRECISION:
             raise
         try:  # a kernel the probe did not foresee is missing: f32 has them all
             return _as_f32.F32Chain(*args, reason=_kernels.reason(None, dtype), needed=True,
@@ -301,7 +337,7 @@ def _tune(op: _compiled.CompiledOp, chosen: _lowering.NativeOp, plan: shapes.Pla
     candidates = []
     # bf16/f16 where oneDNN has an optimized kernel: that kernel, and the f32 chain.
     forms: list[Optional[bool]] = [None]
-    if op.dtype in _dtypes.LOW_PRECISION and not (isinstance(op, _as_f32.F32Chain) and op.needed):
+    if op.dtype in _arrays.LOW_PRECISION and not (isinstance(op, _as_f32.F32Chain) and op.needed):
         forms = [False, True]
     # Every formulation has its own op kind; `op` is one of them (the default).
     for way in [native, *_lowering.alternatives(plan, input_shapes, native)]:
@@ -408,7 +444,7 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
         # as_input returns the caller's own array unless it had to copy it.
         copied = tuple(i is not a for i, a in zip(inputs, arrays))
         cp = _plan.plan_call(kind, names, inputs, dict(zip(keys, values)))
-        prepared = prepare(cp, inputs, out_meta, copied=copied, tune=_tuning.tuning_enabled())
+        prepared = prepare(cp, inputs, out_meta, copied=copied, tune=_tune_new)
         if key is not None:
             _compiled.CACHE.store(key, prepared, prepared.op.compile_seconds, prepared.direct)
     elif prepared.any_copy:

@@ -29,7 +29,7 @@ import math
 from typing import Any, NamedTuple, Sequence
 
 from .. import _core
-from . import dtypes as _dtypes
+from . import arrays as _arrays
 from ..errors import Error
 
 
@@ -92,7 +92,7 @@ def summary() -> list[dict[str, str]]:
     portable). Smaller tensors the package converts."""
     dense = tuple(_core.LogicalTensor(0, "f32", _TYPICAL_SHAPE).strides)  # C-contiguous
     rows = []
-    for low in _dtypes.LOW_PRECISION:
+    for low in _arrays.LOW_PRECISION:
         for source, target in ((low, "f32"), ("f32", low)):
             c = _converter(source, target, _TYPICAL_SHAPE, dense, dense)
             rows.append({"from": source, "to": target, "onednn_reorder": c.reorder, "by": c.who,

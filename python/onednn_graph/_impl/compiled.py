@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import arrays as _arrays, dtypes as _dtypes
+from . import arrays as _arrays
 from ..errors import Error, UnsupportedError
 
 _engine: Any = None
@@ -61,7 +61,7 @@ def array_for(lt: Any, fill: Optional[float] = None) -> np.ndarray:
     """A new array with exactly logical tensor `lt`'s dtype, shape and element strides
     (any positive strides; ``meta`` read backwards), filled with `fill` (None: left
     uninitialised)."""
-    dtype = _dtypes.numpy_dtype(lt.dtype)
+    dtype = _arrays.numpy_dtype(lt.dtype)
     shape, strides = tuple(lt.shape), tuple(lt.strides)
     span = max(1 + sum((d - 1) * s for d, s in zip(shape, strides)) if all(shape) else 1, 1)
     buffer = np.empty(span, dtype) if fill is None else np.full(span, fill, dtype)
@@ -74,7 +74,7 @@ class CompiledOp:
     ``constants`` maps input positions to arrays that are compiled in as
     constant; they are copied here (read-only), and every execution must be
     handed that copy. ``threads`` > 0 compiles and runs it on at most that
-    many OpenMP threads (``_cost.threads``); 0 is oneDNN's default.
+    many OpenMP threads (``_plan.threads``); 0 is oneDNN's default.
     """
 
     compiled: Any  # the one compiled partition (``_as_f32.F32Chain`` has several)

@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import compiled as _compiled, dtypes as _dtypes, registry as _registry
+from . import compiled as _compiled, arrays as _arrays, registry as _registry
 from ..errors import UnsupportedError
 
 Axes = list[tuple[int, int]]  # (extent, element stride) per axis
@@ -143,7 +143,7 @@ class Formed:
         return [self.inner_op]
 
     def _check(self, name: str, array: np.ndarray, meta: tuple) -> None:
-        if not isinstance(array, np.ndarray) or array.dtype != _dtypes.numpy_dtype(self.dtype) or \
+        if not isinstance(array, np.ndarray) or array.dtype != _arrays.numpy_dtype(self.dtype) or \
                 tuple(array.shape) != meta[0] or \
                 (array.size > 1 and tuple(_compiled.meta(array)[1]) != meta[1]):
             got = f"{getattr(array, 'dtype', '?')} {tuple(getattr(array, 'shape', ()))}"

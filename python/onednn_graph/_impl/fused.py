@@ -27,8 +27,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import _core, errors as _errors, post as _post, quant as _quant
-from . import (arrays as _arrays, call as _call, compiled as _compiled, dtypes as _dtypes,
-               lowering as _lowering, plan as _plan, registry as _registry,
+from . import (arrays as _arrays, call as _call, compiled as _compiled, lowering as _lowering, plan as _plan, registry as _registry,
                spec_graph as _spec_graph, spec_op as _spec_op, version as _version)
 
 #: The ops that take post-ops: ConvTranspose (which oneDNN fuses with them) and the
@@ -183,7 +182,7 @@ def _post_key(posts: Sequence[tuple[_post.PostOp, Optional[np.ndarray], Any]]
     """The post-ops as ``chain`` takes them (kind, attributes, operand's port): also what
     a cached call is found by."""
     return tuple((p.kind, p.attrs, None if o is None else
-                  (_compiled.meta(o), _dtypes.dtype_name(o.dtype), q)) for p, o, q in posts)
+                  (_compiled.meta(o), _arrays.dtype_name(o.dtype), q)) for p, o, q in posts)
 
 
 def _check_operands(posts: Sequence[tuple[_post.PostOp, Optional[np.ndarray], Any]],
@@ -277,7 +276,7 @@ class _Problem:
         self.shape = tuple(self.cp.plan.output_shape)
         self.dtype = _quant.DTYPES[quantize.dtype] if quantize else self.compute
         _check_operands(posts, self.shape, self.compute)
-        self.ports: list[Port] = [(_compiled.meta(a), _dtypes.dtype_name(a.dtype), q)
+        self.ports: list[Port] = [(_compiled.meta(a), _arrays.dtype_name(a.dtype), q)
                                   for a, q in zip(inputs, quants)]
         self.post_key = _post_key(posts)
         self.quantize = quantize
@@ -285,7 +284,7 @@ class _Problem:
     def result(self, meta: Optional[tuple] = None) -> Port:
         """The result's port, C-contiguous unless `meta` says otherwise."""
         return (meta or _compiled.meta(np.empty(self.shape, self.dtype)),
-                _dtypes.dtype_name(self.dtype), self.quantize)
+                _arrays.dtype_name(self.dtype), self.quantize)
 
     def written(self) -> tuple:
         """``chain``'s head, post-ops and result for the call as made: the op with the
@@ -346,7 +345,7 @@ class _Call(_compiled.FusedEntry):
         head_end = result if cut == len(post_key) else real
         if self.lowered:  # the op runs alone, the post-ops' graph takes its result
             start: Port = (_compiled.meta(np.empty(self.shape, problem.compute)),
-                           _dtypes.dtype_name(problem.compute), None)
+                           _arrays.dtype_name(problem.compute), None)
             self.stages = [Fused(None, start, post_key[:cut], head_end)]
         else:
             self.stages = [Fused((kind, native.attrs, problem.ports), None, post_key[:cut], head_end)]

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, Sequence
 
 
 from .. import _core, shapes
-from . import dtypes as _dtypes, registry as _registry, version as _version
+from . import arrays as _arrays, registry as _registry, version as _version
 from ..errors import Error
 
 class Kernel(NamedTuple):
@@ -113,7 +113,7 @@ def probed(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[
     Only the low-precision dtypes' kernels depend on the CPU: f32 has optimized
     kernels on every instruction set oneDNN dispatches to (SSE4.1 up) and is never
     probed, nor are other kinds."""
-    if dtype not in _dtypes.LOW_PRECISION or kind not in _registry.SPECS:
+    if dtype not in _arrays.LOW_PRECISION or kind not in _registry.SPECS:
         return None
     return for_op(kind, attrs, dtype, input_shapes, output_shape)
 
@@ -178,7 +178,7 @@ def faster_in_f32(kernel: Kernel | None, kind: str, attrs: dict[str, Any], dtype
       1.79x against 1.08x. (Sapphire Rapids capped at AVX512_CORE_BF16 had measured
       "most"; the CPUs that report this ISA are Zen 4 and Cooper Lake.)
     """
-    if kernel is None or kernel.status != "native" or dtype not in _dtypes.LOW_PRECISION:
+    if kernel is None or kernel.status != "native" or dtype not in _arrays.LOW_PRECISION:
         return False
     isa = isa or _version.cpu_isa()
     onednn = onednn or (_version.onednn_version().major, _version.onednn_version().minor)
@@ -266,9 +266,9 @@ def summary() -> list[dict[str, str]]:
     for kind, (weights_format, inputs, output) in TYPICAL.items():
         attrs = dict(strides=[2, 2], dilations=[1, 1], pads_begin=[1, 1], pads_end=[1, 1],
                      auto_pad="None", groups=1, data_format="NXC", weights_format=weights_format)
-        for dtype in _dtypes.FLOATING:
+        for dtype in _arrays.FLOATING:
             k = for_op(kind, attrs, dtype, inputs, output)
-            chain = dtype in _dtypes.LOW_PRECISION and k.status != "native"
+            chain = dtype in _arrays.LOW_PRECISION and k.status != "native"
             rows.append({"op": kind, "dtype": dtype, "kernel": k.status,
                          "implementation": k.implementation,
                          "runs": "f32 chain" if chain else "native"})

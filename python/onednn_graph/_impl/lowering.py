@@ -457,6 +457,13 @@ def linked_version() -> tuple[int, int]:
     return v.major, v.minor
 
 
+#: The linked oneDNN's (major, minor) and the ISA it dispatches to, which every call's
+#: ``preferred`` asks: read once, at import, as both are fixed for the process (oneDNN
+#: reads ONEDNN_MAX_CPU_ISA when first used, and the package never sets it).
+LINKED = linked_version()
+HOST_ISA = _version.cpu_isa()
+
+
 #: AVX-512 (oneDNN version, ISA) pairs where f32 NXC ConvTransposeBackwardData with
 #: groups = 1 runs as the forward Convolution too, as below AVX-512: AMD Zen 4, where
 #: it took 0.32-0.96x the native time on 18 of 20 shapes (1.09x on the DCGAN head,
@@ -495,7 +502,7 @@ PACKED_NCX_CHANNELS = 4
 #: (``preferred`` has the figures).
 POLYPHASE_DEPTHWISE: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2), "avx512_core_bf16")})
 
-#: Below this many FLOPs (``_cost.Problem.flops``) a ConvTranspose without bias and
+#: Below this many FLOPs (``_plan.Problem.flops``) a ConvTranspose without bias and
 #: with groups = 1 runs as the ConvolutionBackwardData over the same weights: at that
 #: size a call's fixed cost decides, and 3.2's deconvolution, a wrapper around the
 #: convolution's backward data, adds to it (``preferred``).
@@ -577,8 +584,8 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     ``tune=True`` measures.
     """
     a = plan.attrs
-    isa = isa or _version.cpu_isa()
-    version = version or linked_version()
+    isa = isa or HOST_ISA
+    version = version or LINKED
     on_views = _formed_by_default(plan, input_shapes, chosen, dtype, isa, version, flops)
     if on_views is not None:
         return on_views

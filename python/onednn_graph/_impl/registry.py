@@ -50,7 +50,7 @@ class OpSpec:
     #: ... and which tensors are that primitive's (src, weights, dst).
     primitive_tensors: tuple[int, int, int]
     #: The (src, dst) tensors of the ConvTranspose that computes the same products
-    #: (its FLOPs: _impl.cost).
+    #: (its FLOPs: _impl.plan.problem).
     equivalent: tuple[int, int]
     #: What one output element sums (tolerance.accumulation_terms): "channels" of
     #: input 0 over groups times the kernel taps (+1 for a bias with "channels+bias"),
@@ -184,6 +184,12 @@ LEGACY = LegacySpec(LEGACY_BACKPROP_FILTERS, CONV_TRANSPOSE_BWD_WEIGHTS,
 #: Every op name the spec-level objects take: the spec's ops and the legacy name.
 NAMES = KINDS + (LEGACY.kind,)
 
+#: Each name's attribute that gives its output shape in its own terms (the legacy op's
+#: filter_shape), or None where the inputs determine it: a table, read on every first
+#: call.
+SHAPE_ATTRS: dict[str, str | None] = {**{kind: s.shape_attr for kind, s in SPECS.items()},
+                                      LEGACY.kind: LEGACY.shape_attr}
+
 
 def is_legacy(kind: str) -> bool:
     """Whether `kind` is the older name ConvTransposeBackpropFilters."""
@@ -205,10 +211,6 @@ def input_names(kind: str) -> tuple[str, ...]:
     return LEGACY.inputs if kind == LEGACY.kind else SPECS[kind].inputs
 
 
-def shape_attr(kind: str) -> str | None:
-    """The attribute that gives `kind`'s output shape in its own terms (the legacy
-    op's filter_shape), or None where the inputs determine it."""
-    return LEGACY.shape_attr if kind == LEGACY.kind else SPECS[kind].shape_attr
 
 
 def canonical_kind(kind: str) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _core
 from . import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, casts as _casts,
-               dtypes as _dtypes, json_format as _json_format, kept_apart as _kept_apart,
+               json_format as _json_format, kept_apart as _kept_apart,
                kernels as _kernels, registry as _registry, version as _version)
 from .spec_op import Native, Op, check_list
 from ..errors import Error, UnsupportedError
@@ -375,7 +375,7 @@ class CompiledPartition:
 
 
 def _low_precision(ops: Sequence[_core.Op]) -> bool:
-    return any(t.dtype in _dtypes.LOW_PRECISION for op in ops for t in op.inputs + op.outputs)
+    return any(t.dtype in _arrays.LOW_PRECISION for op in ops for t in op.inputs + op.outputs)
 
 
 def _needs_f32(op: _core.Op) -> bool:

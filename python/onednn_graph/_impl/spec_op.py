@@ -146,7 +146,7 @@ class Native:
             return
         spec = _registry.spec(kind)
         # The shape argument in the op's own terms (the legacy op's filter_shape).
-        shape_name = _registry.shape_attr(kind)
+        shape_name = _registry.SHAPE_ATTRS[kind]
         if shape_name and len(inputs) == len(spec.inputs) + 1:
             # 3.2 cannot compile a partition with the shape input: its values
             # become the attribute (the input takes precedence, as the spec says).

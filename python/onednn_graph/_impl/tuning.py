@@ -29,40 +29,6 @@ from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
-# og.tuning.set_tuning(True): the functional API tunes each new problem too (like
-# torch.backends.cudnn.benchmark). Off by default: it multiplies a first call's
-# cost (unless the tuning database holds the problem), and a problem's result may
-# then differ in rounding from an untuned run. ONEDNN_GRAPH_TUNING=1 turns it on
-# for a program that does not call set_tuning.
-ENV = "ONEDNN_GRAPH_TUNING"
-_functional = os.environ.get(ENV, "").strip().lower() not in ("", "0", "off", "false", "no")
-
-
-def set_tuning(enabled: bool) -> None:
-    """Let the functional API measure every lowering of a new problem and keep the
-    fastest, as ``compile_op(..., tune=True)`` does (cached calls are unaffected).
-    Decisions are kept in the tuning database (``tuning_database()``), so a
-    problem is measured once per machine. At import, ``ONEDNN_GRAPH_TUNING=1``
-    sets it on.
-
-    Examples
-    --------
-    >>> import onednn_graph as og
-    >>> og.tuning.set_tuning(True); og.tuning.tuning_enabled()
-    True
-    >>> og.tuning.set_tuning(False)
-    """
-    global _functional
-    if not isinstance(enabled, bool):
-        raise TypeError(f"set_tuning takes a bool, got {type(enabled).__name__}")
-    _functional = enabled
-
-
-def tuning_enabled() -> bool:
-    """Whether the functional API tunes new problems (``set_tuning``)."""
-    return _functional
-
-
 # Under ``recheck()`` (``onednn-graph tune``), a stored decision for a formulation other
 # than the default is measured again, all candidates, instead of being trusted: a
 # decision that a later measurement finds no faster than the default is replaced.

@@ -28,7 +28,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from .. import _core, graph as _graph, graph_json as _graph_json, reference, shapes, tolerance
-from .._impl import (compiled as _compiled, cost as _cost, dtypes as _dtypes, plan as _plan,
+from .._impl import (compiled as _compiled, arrays as _arrays, plan as _plan,
                      registry as _registry, tuning as _tuning)
 from .._impl.call import prepare
 from . import graph_reference as _graph_reference
@@ -120,7 +120,7 @@ def _call(op: _graph.Op) -> _Call:
         k = src[-2] if flags["transpose_a"] else src[-1]
         return _Call(reference.matmul, ids, flags, k, 2 * k * math.prod(op.outputs[0].shape))
     spec = _registry.spec(kind)
-    shape_attr = _registry.shape_attr(kind)
+    shape_attr = _registry.SHAPE_ATTRS[kind]
     if shape_attr:
         ids = ids[:len(spec.inputs)]  # an s32 shape input gives what the output shape already says
         attrs.setdefault(shape_attr, list(op.outputs[0].shape))
@@ -128,7 +128,7 @@ def _call(op: _graph.Op) -> _Call:
     current, kw, _ = shapes.current_form(kind, attrs)
     plan = shapes.plan(current, in_shapes, **kw)
     return _Call(reference_of(kind), ids, attrs, tolerance.accumulation_terms(plan, in_shapes),
-                 _cost.problem(plan, in_shapes).flops)
+                 _plan.problem(plan, in_shapes).flops)
 
 
 class OutsideTheDriver(ValueError):
@@ -168,7 +168,7 @@ _REFERENCE_COPIES = 2
 def _bytes_needed(lt: Any, checked: bool) -> int:
     """Bytes of `lt`'s array (``array_for``'s buffer) and, when `checked`, of its
     float64 copies for the reference."""
-    array = _graph_json.strided_span(lt.shape, lt.strides) * _dtypes.numpy_dtype(lt.dtype).itemsize
+    array = _graph_json.strided_span(lt.shape, lt.strides) * _arrays.numpy_dtype(lt.dtype).itemsize
     return array + (_REFERENCE_COPIES * 8 * math.prod(lt.shape) if checked else 0)
 
 
@@ -264,7 +264,7 @@ def tune(graph: _graph.Graph) -> list[tuple[int, str, Any]]:
 def _fill(rng: np.random.Generator, lt: Any, exact_r: Optional[int],
           zero_point: int = 0) -> np.ndarray:
     a = _compiled.array_for(lt)
-    if lt.dtype in _dtypes.QUANTIZED:  # zero point + {-4, -2, 0, 2, 4}: exact on every int8 kernel
+    if lt.dtype in _arrays.QUANTIZED:  # zero point + {-4, -2, 0, 2, 4}: exact on every int8 kernel
         info = np.iinfo(a.dtype)
         a[...] = np.clip(zero_point + 2 * rng.integers(-2, 3, size=a.shape), info.min, info.max)
     elif exact_r is None:
@@ -316,7 +316,7 @@ def _in_order(ops: list[_graph.Op]) -> list[_graph.Op]:
 
 
 def _low_precision(p: _graph.Partition) -> bool:
-    return any(lt.dtype in _dtypes.LOW_PRECISION for lt in p.input_ports + p.output_ports)
+    return any(lt.dtype in _arrays.LOW_PRECISION for lt in p.input_ports + p.output_ports)
 
 
 def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat: int = 10,
@@ -367,7 +367,7 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
     for tid in produced:  # NaN where oneDNN never writes (u8/s8 outputs: 0)
         with _allocating(lts[tid]):
             arrays[tid] = _compiled.array_for(lts[tid], np.nan) if lts[tid].dtype not in \
-                _dtypes.QUANTIZED else _compiled.array_for(lts[tid], 0)
+                _arrays.QUANTIZED else _compiled.array_for(lts[tid], 0)
 
     engine, stream = _compiled.engine(), _compiled.stream()
     result = Result(passed=None, partitions=n_partitions)

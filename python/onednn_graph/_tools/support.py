@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from .. import _core, graph as _graph, ops, shapes, tolerance
-from .._impl import (as_f32 as _as_f32, attrs as _attrs, compiled as _compiled, dtypes as _dtypes,
+from .._impl import (as_f32 as _as_f32, attrs as _attrs, compiled as _compiled, arrays as _arrays,
                      kernels as _kernels, lowering as _lowering, plan as _plan,
                      registry as _registry)
 from . import runner as _runner
@@ -72,7 +72,7 @@ class Outcome:
 def problem(case: Case, seed: int = 0) -> Problem:
     """Arrays of random values in [-1, 1) and keywords for `case`."""
     rng = np.random.default_rng(seed)
-    numpy_dtype = _dtypes.numpy_dtype(case.dtype)
+    numpy_dtype = _arrays.numpy_dtype(case.dtype)
     g = 4 if case.groups == "depthwise" else int(case.groups)
     c_in, c_out = (4, 4) if case.groups == "depthwise" else (2 * g, 3 * g)
     spatial, kernel = (5, 4, 3)[:case.rank], (3, 2, 2)[:case.rank]

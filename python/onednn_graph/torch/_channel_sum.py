@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import _core, graph as _graph
-from .._impl import arrays as _arrays, compiled as _compiled, dtypes as _dtypes
+from .._impl import arrays as _arrays, compiled as _compiled
 
 __all__ = ["channel_sum"]
 
@@ -96,7 +96,7 @@ def channel_sum(name: str, values: Any, out: np.ndarray) -> None:
     if array.size == 0:
         out[...] = 0  # nothing to sum: fixed by the shape alone
         return
-    key = (array.shape, tuple(_arrays.element_strides(array)), _dtypes.dtype_name(array.dtype))
+    key = (array.shape, tuple(_arrays.element_strides(array)), _arrays.dtype_name(array.dtype))
     with _sums_lock:
         compiled = _sums.get(key)
         if compiled is None:
