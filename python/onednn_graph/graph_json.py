@@ -30,7 +30,7 @@ from typing import Any, NoReturn, Optional, Sequence, Union
 
 from . import _core, _impl, graph as _graph, quant as _quant
 from .errors import Error, UnsupportedError
-from ._impl import arrays as _arrays, registry as _registry
+from ._impl import arrays as _arrays, dataflow as _dataflow, registry as _registry
 from ._impl.arrays import dense_strides
 from ._impl.json_format import (FORMAT_VERSION, LT_FIELDS, UNKNOWN_DIM, attr_types, document,
                                 known_kinds, op_json, to_json)
@@ -198,22 +198,20 @@ class _Reader:
         through a cycle: oneDNN only says it "could not finalize the graph", and the
         package's own passes over a graph (e.g. kept_apart's) assume neither."""
         self.same_descriptions(ops)
-        writer: dict[int, int] = {}  # tensor id -> position of the op that writes it
-        for i, op in enumerate(ops):
-            for k, t in enumerate(op.outputs):
-                if writer.setdefault(t.id, i) != i:
-                    self.fail(f"graph[{i}].outputs[{k}].id", f"tensor {t.id} is written by "
-                              f"op {ops[writer[t.id]].id} too")
+        writer, twice = _dataflow.writers(ops)
+        if twice:
+            tensor, first, second = twice
+            k = next(k for k, t in enumerate(ops[second].outputs) if t.id == tensor)
+            self.fail(f"graph[{second}].outputs[{k}].id", f"tensor {tensor} is written by "
+                      f"op {ops[first].id} too")
         for i, op in enumerate(ops):
             own = [t.id for t in op.inputs if writer.get(t.id) == i]
             if own:  # the one-op cycle: an output that reuses one of its op's input ids
                 self.fail(f"graph[{i}]", f"op {op.id} reads tensor {own[0]} and writes it: an "
                           "output id reuses an input id (give the output an id of its own)")
-        cycle = _cycle(ops, writer)
+        cycle = _dataflow.cycle(ops, writer)
         if cycle:
-            chain = " -> ".join(f"op {ops[i].id}" for i in cycle + cycle[:1])
-            self.fail(f"graph[{cycle[0]}]", f"{chain} form a cycle: each reads a tensor the "
-                      "one before it writes")
+            self.fail(f"graph[{cycle[0]}]", _dataflow.described(ops, cycle))
 
     def same_descriptions(self, ops: list[_graph.Op]) -> None:
         """Refuse a tensor id that two places describe differently (dtype, shape,
@@ -306,33 +304,6 @@ def _overlapping_axis(shape: list[int], strides: list[int]) -> Optional[tuple[in
             return axis, extent
         extent = strides[axis] * shape[axis]
     return None
-
-
-def _cycle(ops: list[_graph.Op], writer: dict[int, int]) -> list[int]:
-    """Positions of ops that form a cycle, each reading a tensor the one before it
-    writes (`writer`: tensor id -> position of its op); [] when there is none."""
-    before = [sorted({writer[t.id] for t in op.inputs if t.id in writer}) for op in ops]
-    after: list[list[int]] = [[] for _ in ops]
-    for j, earlier in enumerate(before):
-        for i in earlier:
-            after[i].append(j)
-    waiting = [len(earlier) for earlier in before]
-    ready = [j for j, n in enumerate(waiting) if n == 0]
-    while ready:  # Kahn's order: what remains is a cycle or downstream of one
-        for j in after[ready.pop()]:
-            waiting[j] -= 1
-            if waiting[j] == 0:
-                ready.append(j)
-    if not any(waiting):
-        return []
-    # every op left reads from another op left: walk back until one repeats
-    path, at = [], next(j for j, n in enumerate(waiting) if n)
-    while at not in path:
-        path.append(at)
-        at = next(i for i in before[at] if waiting[i])
-    cycle = path[path.index(at):][::-1]
-    first = cycle.index(min(cycle))  # told from the op the file lists first
-    return cycle[first:] + cycle[:first]
 
 
 def strided_span(shape: Sequence[int], strides: Sequence[int]) -> int:

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _core
 from . import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, casts as _casts,
-               json_format as _json_format, kept_apart as _kept_apart,
+               dataflow as _dataflow, json_format as _json_format, kept_apart as _kept_apart,
                kernels as _kernels, registry as _registry, version as _version)
 from .spec_op import Native, Op, check_list
 from ..errors import Error, UnsupportedError
@@ -79,6 +79,17 @@ class Graph:
         return candidate
 
     def finalize(self) -> None:
+        # oneDNN 3.2 finalizes a graph whose ops read their own results (and then gives
+        # no partition), and kept_apart would walk the cycle forever: refuse it here.
+        ops = self.ops
+        writer, twice = _dataflow.writers(ops)
+        if twice:
+            tensor, by, again = twice
+            raise Error(f"finalize: tensor {tensor} is written by op {ops[by].id} and by op "
+                        f"{ops[again].id}; each tensor has one writer", "invalid_graph")
+        cycle = _dataflow.cycle(ops, writer)
+        if cycle:
+            raise Error(f"finalize: {_dataflow.described(ops, cycle)}", "invalid_graph")
         # oneDNN's End marks a value the graph must hand out: that keeps it out of a
         # fused partition (_impl.kept_apart). Its partition holds no op of this Graph.
         first = max((op.id for op in self.ops), default=-1) + 1
