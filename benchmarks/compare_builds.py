@@ -46,9 +46,9 @@ def worker(dtypes: list[str], cases: set[str], target: float) -> None:
         if request == "memory":
             answer = memory()
         elif request == "describe":
-            v = og.onednn_version()
+            v = og.system.onednn_version()
             answer: Any = {"onednn": f"{v.major}.{v.minor}.{v.patch} ({v.cpu_runtime})",
-                           "isa": og.cpu_isa(), "cpu": _version.cpu_model()}
+                           "isa": og.system.cpu_isa(), "cpu": _version.cpu_model()}
         else:
             i = int(request)
             if i not in problems:
@@ -65,7 +65,7 @@ def worker(dtypes: list[str], cases: set[str], target: float) -> None:
 def memory(calls: int = 20) -> dict[str, float]:
     """Per call of a 4x256x32x32 NXC ConvTranspose (256 -> 128 channels, k3 s2), after
     3 warm-up calls: ms, minor page faults of the process and allocations that took new
-    memory (``og.onednn_allocations()["fresh"]``, counted by SYCL builds)."""
+    memory (``og.system.onednn_allocations()["fresh"]``, counted by SYCL builds)."""
     import resource
 
     import numpy as np
@@ -78,14 +78,14 @@ def memory(calls: int = 20) -> dict[str, float]:
     out = og.conv_transpose(x, w, **kw)
     for _ in range(3):
         og.conv_transpose(x, w, **kw, out=out)
-    fresh, faults = og.onednn_allocations()["fresh"], resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    fresh, faults = og.system.onednn_allocations()["fresh"], resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     start = time.perf_counter()
     for _ in range(calls):
         og.conv_transpose(x, w, **kw, out=out)
     seconds = time.perf_counter() - start
     return {"ms": seconds / calls * 1e3,
             "faults": (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / calls,
-            "fresh": (og.onednn_allocations()["fresh"] - fresh) / calls}
+            "fresh": (og.system.onednn_allocations()["fresh"] - fresh) / calls}
 
 
 class Worker:
