@@ -34,7 +34,7 @@ converting between them is the axis permutation :func:`format_permutation`, as
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, NoReturn, Optional, Sequence, Tuple
+from typing import Any, Callable, Mapping, NoReturn, Optional, Sequence, Tuple
 
 from ._impl import attrs as _attrs, registry as _registry
 
@@ -282,7 +282,8 @@ def _axis_pads(attrs: _attrs.ConvAttrs, axis: int, in_size: int, k: int,
     # diff_dst % s != 0 (e.g. after output_padding). The package resolves all
     # three as ConvTranspose does and passes explicit pads (_impl/lowering.py), so
     # ConvTranspose and its gradients stay adjoint.
-    deconv = attrs.kind == "ConvTranspose" if native else _registry.SPECS[attrs.kind].transposed
+    spec = _registry.SPECS[attrs.kind]
+    deconv = spec.primitive == "deconvolution_forward" if native else spec.transposed
     if deconv:
         total = ek - s
     else:
@@ -533,109 +534,157 @@ def _planned(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> 
     shapes = [first] + [
         _as_shape(n, s, 1 if n == "bias" else rank) for n, s in zip(names[1:], input_shapes[1:])
     ]
-    g, fmt = a.groups, a.data_format
+    return _OUTPUT_RULES[spec.primitive](kind, a, shapes, given_out)
+
+
+# Each op's geometry is that of the primitive oneDNN 3.2's Graph backend builds for it
+# (the registry's ``OpSpec.primitive``): the rules below, one per primitive, are the
+# only place this module tells the ops apart. Each takes the op kind (for messages),
+# the normalized attributes, the input shapes and the shape attribute's value.
+
+
+def _needs(kind: str, given_out: Any, what: str) -> None:
+    if given_out is None:
+        _fail(f"{kind} needs {what}")
+
+
+def _transposed_weights_gradient(kind: str, a: _attrs.ConvAttrs, shapes: list[Shape],
+                                 given_out: Any) -> Plan:
+    """deconvolution_backward_weights (ConvTransposeBackwardWeights)."""
+    src, diff_dst = shapes
+    fmt, g = a.data_format, a.groups
+    _needs(kind, given_out, "weights_shape= (the shape of diff_weights in weights_format "
+           f"{a.weights_format!r}); shapes.infer_weights_shape derives it when it is unique")
+    ws = _as_shape("weights_shape", given_out, len(src))
+    _check_batch("src", src, "diff_dst", diff_dst)
+    i, o = _weights_io(a.weights_format, ws)
+    c_src, c_dd = data_channels(fmt, src), data_channels(fmt, diff_dst)
+    _check_groups(g, "the channels of src", c_src)
+    _check_groups(g, "the channels of diff_dst", c_dd)
+    if i != c_src:
+        _fail(f"weights_shape {ws}: the I axis ({i}) must equal the channels of src "
+              f"({c_src}); in {a.weights_format} the I axis holds C_in")
+    if o * g != c_dd:
+        _fail(f"weights_shape {ws}: the O axis ({o}) times groups ({g}) must equal "
+              f"the channels of diff_dst ({c_dd}); the O axis holds C_out/groups")
+    kernel = weights_spatial(a, ws)
+    x_sp, y_sp = data_spatial(fmt, src), data_spatial(fmt, diff_dst)
+    pb, pe = resolve_pads(a, y_sp, kernel)
+    # deconvolution_backward_weights requires (Y - ek + pb + pe)/s + 1 == X
+    # (src/common/deconvolution.cpp, deconv_desc_init). output_padding is
+    # that of the forward ConvTranspose: it extends diff_dst, so it counts
+    # as pads_end - output_padding (how _impl/lowering.py hands it to 3.2).
     sizes = zip(a.strides, a.dilations, a.output_padding)
+    for ax, (x, y, k, (s, d, op)) in enumerate(zip(x_sp, y_sp, kernel, sizes)):
+        if conv_out_size(y, k, s, d, pb[ax], pe[ax] - op) != x:
+            _fail(f"spatial axis {ax}: src size {x} and diff_dst size {y} do not fit "
+                  f"kernel {k} (stride {s}, dilation {d}, pads {pb[ax]}/{pe[ax]}, "
+                  f"output_padding {op}); oneDNN requires "
+                  "floor((Y + pb + pe - op - (K-1)*d - 1) / s) + 1 == X")
+    return Plan(a, kernel, pb, pe, ws)
 
-    if kind == "ConvTransposeBackwardWeights":
-        src, diff_dst = shapes
-        if given_out is None:
-            _fail("ConvTransposeBackwardWeights needs weights_shape= (the shape of "
-                  f"diff_weights in weights_format {a.weights_format!r}); "
-                  "shapes.infer_weights_shape derives it when it is unique")
-        ws = _as_shape("weights_shape", given_out, rank)
-        _check_batch("src", src, "diff_dst", diff_dst)
-        i, o = _weights_io(a.weights_format, ws)
-        c_src, c_dd = data_channels(fmt, src), data_channels(fmt, diff_dst)
-        _check_groups(g, "the channels of src", c_src)
-        _check_groups(g, "the channels of diff_dst", c_dd)
-        if i != c_src:
-            _fail(f"weights_shape {ws}: the I axis ({i}) must equal the channels of src "
-                  f"({c_src}); in {a.weights_format} the I axis holds C_in")
-        if o * g != c_dd:
-            _fail(f"weights_shape {ws}: the O axis ({o}) times groups ({g}) must equal "
-                  f"the channels of diff_dst ({c_dd}); the O axis holds C_out/groups")
-        kernel = weights_spatial(a, ws)
-        x_sp, y_sp = data_spatial(fmt, src), data_spatial(fmt, diff_dst)
-        pb, pe = resolve_pads(a, y_sp, kernel)
-        # deconvolution_backward_weights requires (Y - ek + pb + pe)/s + 1 == X
-        # (src/common/deconvolution.cpp, deconv_desc_init). output_padding is
-        # that of the forward ConvTranspose: it extends diff_dst, so it counts
-        # as pads_end - output_padding (how _impl/lowering.py hands it to 3.2).
-        for ax, (x, y, k, (s, d, op)) in enumerate(zip(x_sp, y_sp, kernel, sizes)):
-            if conv_out_size(y, k, s, d, pb[ax], pe[ax] - op) != x:
-                _fail(f"spatial axis {ax}: src size {x} and diff_dst size {y} do not fit "
-                      f"kernel {k} (stride {s}, dilation {d}, pads {pb[ax]}/{pe[ax]}, "
-                      f"output_padding {op}); oneDNN requires "
-                      "floor((Y + pb + pe - op - (K-1)*d - 1) / s) + 1 == X")
-        return Plan(a, kernel, pb, pe, ws)
 
-    if kind == "ConvolutionBackwardWeights":
-        src, diff_dst = shapes
-        if given_out is None:
-            _fail("ConvolutionBackwardWeights needs weights_shape= (the shape of "
-                  f"diff_weights in weights_format {a.weights_format!r})")
-        ws = _as_shape("weights_shape", given_out, rank)
-        _check_batch("src", src, "diff_dst", diff_dst)
-        kernel, pb, pe = _convolution_geometry(a, "src", src, diff_dst, "weights_shape", ws)
-        return Plan(a, kernel, pb, pe, ws)
+def _convolution_weights_gradient(kind: str, a: _attrs.ConvAttrs, shapes: list[Shape],
+                                  given_out: Any) -> Plan:
+    """convolution_backward_weights (what some calls run as: _impl.lowering)."""
+    src, diff_dst = shapes
+    _needs(kind, given_out, "weights_shape= (the shape of diff_weights in weights_format "
+           f"{a.weights_format!r})")
+    ws = _as_shape("weights_shape", given_out, len(src))
+    _check_batch("src", src, "diff_dst", diff_dst)
+    kernel, pb, pe = _convolution_geometry(a, "src", src, diff_dst, "weights_shape", ws)
+    return Plan(a, kernel, pb, pe, ws)
 
-    if kind == "ConvolutionBackwardData":
-        diff_dst, w = shapes
-        if given_out is None:
-            _fail("ConvolutionBackwardData needs dst_shape= (the shape of the forward "
-                  "convolution's src, i.e. of diff_src); shapes.infer_dst_shape derives "
-                  "it when it is unique")
-        dst = _as_shape("dst_shape", given_out, rank)
-        _check_batch("diff_dst", diff_dst, "dst_shape", dst)
-        # infer_conv_bprop_data_output_shape pads with dst_shape's spatial sizes.
-        # output_padding is never read: the 3.2 library ignores it here.
-        kernel, pb, pe = _convolution_geometry(a, "dst_shape", dst, diff_dst, "weights", w)
-        return Plan(a, kernel, pb, pe, dst)
 
-    data, w = shapes[0], shapes[1]
-    i, o = _weights_io(a.weights_format, w)
-    c = data_channels(fmt, data)
+def _convolution_data_gradient(kind: str, a: _attrs.ConvAttrs, shapes: list[Shape],
+                               given_out: Any) -> Plan:
+    """convolution_backward_data (ConvolutionBackwardData)."""
+    diff_dst, w = shapes
+    _needs(kind, given_out, "dst_shape= (the shape of the forward convolution's src, i.e. "
+           "of diff_src); shapes.infer_dst_shape derives it when it is unique")
+    dst = _as_shape("dst_shape", given_out, len(diff_dst))
+    _check_batch("diff_dst", diff_dst, "dst_shape", dst)
+    # infer_conv_bprop_data_output_shape pads with dst_shape's spatial sizes.
+    # output_padding is never read: the 3.2 library ignores it here.
+    kernel, pb, pe = _convolution_geometry(a, "dst_shape", dst, diff_dst, "weights", w)
+    return Plan(a, kernel, pb, pe, dst)
+
+
+def _from_data_and_weights(kind: str, a: _attrs.ConvAttrs, data: Shape, w: Shape, channels: int,
+                           size: Callable[..., int]) -> Plan:
+    """The plan of an op whose output follows from its data and weights alone:
+    `channels` output channels, each spatial size `size(x, k, s, d, pb, pe, op)`."""
+    fmt = a.data_format
     kernel = weights_spatial(a, w)
     x_sp = data_spatial(fmt, data)
     pb, pe = resolve_pads(a, x_sp, kernel)
-    pads = list(zip(pb, pe))
-
-    if kind == "ConvTranspose":
-        if i != c:
-            _fail(f"weights {w}: the I axis ({i}) must equal the channels of src ({c}); "
-                  f"in {a.weights_format} the I axis holds C_in, all src channels")
-        _check_groups(g, "the channels of src", c)
-        c_out = o * g
-        if len(shapes) == 3 and shapes[2] != (c_out,):
-            _fail(f"bias {shapes[2]} must have shape ({c_out},): one value per dst "
-                  f"channel (O axis {o} x groups {g})")
-        out = [conv_transpose_out_size(x, k, s, d, p0, p1, op)
-               for x, k, (s, d, op), (p0, p1) in zip(x_sp, kernel, sizes, pads)]
-        c_res = c_out
-    elif kind == "ConvTransposeBackwardData":
-        if o * g != c:
-            _fail(f"weights {w}: the O axis ({o}) times groups ({g}) must equal the "
-                  f"channels of diff_dst ({c}); in {a.weights_format} the O axis holds "
-                  "C_out/groups")
-        _check_groups(g, "the weights' I axis (C_in)", i)
-        # infer_convtranspose_bprop_data_output_shape: the forward-conv formula
-        # applied to diff_dst. output_padding is the forward ConvTranspose's,
-        # so it counts as pads_end - output_padding (see the CTBW branch).
-        out = [conv_out_size(x, k, s, d, p0, p1 - op)
-               for x, k, (s, d, op), (p0, p1) in zip(x_sp, kernel, sizes, pads)]
-        c_res = i
-    else:  # Convolution (forward)
-        if i * g != c:
-            _fail(f"weights {w}: the I axis ({i}) times groups ({g}) must equal the "
-                  f"channels of src ({c}); the I axis holds C_in/groups")
-        _check_groups(g, "the weights' O axis (C_out)", o)
-        if len(shapes) == 3 and shapes[2] != (o,):
-            _fail(f"bias {shapes[2]} must have shape ({o},): one value per dst channel")
-        out = [conv_out_size(x, k, s, d, p0, p1)
-               for x, k, (s, d, _), (p0, p1) in zip(x_sp, kernel, sizes, pads)]
-        c_res = o
+    out = [size(*args) for args in zip(x_sp, kernel, a.strides, a.dilations, pb, pe,
+                                        a.output_padding)]
     _positive_output(kind, out)
-    return Plan(a, kernel, pb, pe, data_shape_for(fmt, data[0], c_res, out))
+    return Plan(a, kernel, pb, pe, data_shape_for(fmt, data[0], channels, out))
+
+
+def _transposed(kind: str, a: _attrs.ConvAttrs, shapes: list[Shape], given_out: Any) -> Plan:
+    """deconvolution_forward (ConvTranspose)."""
+    src, w = shapes[0], shapes[1]
+    g = a.groups
+    i, o = _weights_io(a.weights_format, w)
+    c = data_channels(a.data_format, src)
+    if i != c:
+        _fail(f"weights {w}: the I axis ({i}) must equal the channels of src ({c}); "
+              f"in {a.weights_format} the I axis holds C_in, all src channels")
+    _check_groups(g, "the channels of src", c)
+    c_out = o * g
+    if len(shapes) == 3 and shapes[2] != (c_out,):
+        _fail(f"bias {shapes[2]} must have shape ({c_out},): one value per dst "
+              f"channel (O axis {o} x groups {g})")
+    return _from_data_and_weights(kind, a, src, w, c_out, conv_transpose_out_size)
+
+
+def _transposed_data_gradient(kind: str, a: _attrs.ConvAttrs, shapes: list[Shape],
+                              given_out: Any) -> Plan:
+    """deconvolution_backward_data (ConvTransposeBackwardData)."""
+    diff_dst, w = shapes
+    g = a.groups
+    i, o = _weights_io(a.weights_format, w)
+    c = data_channels(a.data_format, diff_dst)
+    if o * g != c:
+        _fail(f"weights {w}: the O axis ({o}) times groups ({g}) must equal the "
+              f"channels of diff_dst ({c}); in {a.weights_format} the O axis holds "
+              "C_out/groups")
+    _check_groups(g, "the weights' I axis (C_in)", i)
+    # infer_convtranspose_bprop_data_output_shape: the forward-conv formula
+    # applied to diff_dst. output_padding is the forward ConvTranspose's,
+    # so it counts as pads_end - output_padding (see the weights gradient's rule).
+    return _from_data_and_weights(kind, a, diff_dst, w, i, lambda x, k, s, d, p0, p1, op:
+                                  conv_out_size(x, k, s, d, p0, p1 - op))
+
+
+def _convolution(kind: str, a: _attrs.ConvAttrs, shapes: list[Shape], given_out: Any) -> Plan:
+    """convolution_forward (the forward Convolution: the reference and lowerings)."""
+    src, w = shapes[0], shapes[1]
+    g = a.groups
+    i, o = _weights_io(a.weights_format, w)
+    c = data_channels(a.data_format, src)
+    if i * g != c:
+        _fail(f"weights {w}: the I axis ({i}) times groups ({g}) must equal the "
+              f"channels of src ({c}); the I axis holds C_in/groups")
+    _check_groups(g, "the weights' O axis (C_out)", o)
+    if len(shapes) == 3 and shapes[2] != (o,):
+        _fail(f"bias {shapes[2]} must have shape ({o},): one value per dst channel")
+    return _from_data_and_weights(kind, a, src, w, o, lambda x, k, s, d, p0, p1, _:
+                                  conv_out_size(x, k, s, d, p0, p1))
+
+
+#: The registry's ``OpSpec.primitive`` -> the geometry of the ops built as it.
+_OUTPUT_RULES: dict[str, Callable[[str, _attrs.ConvAttrs, list[Shape], Any], Plan]] = {
+    "deconvolution_forward": _transposed,
+    "deconvolution_backward_data": _transposed_data_gradient,
+    "deconvolution_backward_weights": _transposed_weights_gradient,
+    "convolution_forward": _convolution,
+    "convolution_backward_data": _convolution_data_gradient,
+    "convolution_backward_weights": _convolution_weights_gradient,
+}
 
 
 def output_shape(kind: str, input_shapes: Sequence[Sequence[int]], **attrs: Any) -> Shape:
@@ -770,11 +819,18 @@ def infer_output_shape(kind: str, input_shapes: Sequence[Sequence[int]], **attrs
     ...                    data_format="NCX", weights_format="OIX")
     (1, 1, 6)
     """
-    if kind == "ConvTransposeBackwardWeights":
-        return infer_weights_shape(input_shapes[0], input_shapes[1], **attrs)
-    if kind == "ConvolutionBackwardData":
-        return infer_dst_shape(input_shapes[0], input_shapes[1], **attrs)
-    _fail(f"{kind} has no shape attribute to infer")
+    spec = _registry.SPECS.get(kind)
+    infer = _INFERRED.get(spec.primitive) if spec else None
+    if infer is None:
+        _fail(f"{kind} has no shape attribute to infer")
+    return infer(input_shapes[0], input_shapes[1], **attrs)
+
+
+#: The registry's ``OpSpec.primitive`` -> how its ops' shape attribute is inferred.
+_INFERRED: dict[str, Callable[..., Shape]] = {
+    "deconvolution_backward_weights": infer_weights_shape,
+    "convolution_backward_data": infer_dst_shape,
+}
 
 
 def __dir__() -> list[str]:

@@ -25,10 +25,10 @@ KIND_CONSTANTS = {name for name, value in vars(registry).items()
                                          value is registry.LEGACY)}
 
 #: The modules that compare an op's kind. Take a module off when it stops; never add
-#: one. Besides the registry: the spec's geometry (``shapes``: each op's output-shape
-#: rule is its own, as the specification writes it) and what oneDNN 3.2 is handed
-#: (``_impl.lowering``: each rewrite is a gap of one op). CONTRIBUTING says why.
-STILL_COMPARING = {"_impl/registry.py", "shapes.py", "_impl/lowering.py"}
+#: one. Besides the registry: what oneDNN 3.2 is handed (``_impl.lowering``: each
+#: rewrite is a gap of one op). CONTRIBUTING says why. (``shapes`` left the list when
+#: its output rules became one per primitive, found by the registry's ``primitive``.)
+STILL_COMPARING = {"_impl/registry.py", "_impl/lowering.py"}
 
 
 def _names_a_kind(node: ast.AST) -> bool:
@@ -79,13 +79,12 @@ CASES = {  # geometries of ConvTranspose (NCX/IOX unless said)
 
 def test_a_fifth_op_shows_which_modules_would_have_to_change(monkeypatch):
     """A copy of ConvTranspose under a new name, added to the registry, planned as
-    ConvTranspose is: where its plan differs is a module that names the ops. Today
-    the geometry already differs (``shapes.plan`` gives ConvTranspose's output rule
-    by name, so the copy gets a convolution's output), and behind it
-    ``_impl/lowering.py`` (whose rules say ``kind == CONV_TRANSPOSE``: measured by
-    hand with the geometry right, it drops output_padding, resolves auto_pad itself
-    and takes a cropped view as unreached). Both are in STILL_COMPARING; every other
-    step asks the registry and carries the copy over unchanged."""
+    ConvTranspose is: where its plan differs is a module that names the ops. The
+    geometry carries the copy over (``shapes`` finds its output rule by the
+    registry's ``primitive``); ``_impl/lowering.py`` does not: its rules say
+    ``kind == CONV_TRANSPOSE``, so the copy loses output_padding, resolves auto_pad
+    itself and takes a cropped view as unreached. Lowering is in STILL_COMPARING;
+    every other step asks the registry."""
     import dataclasses
 
     import numpy as np
@@ -108,4 +107,4 @@ def test_a_fifth_op_shows_which_modules_would_have_to_change(monkeypatch):
         elif dataclasses.replace(copy.native, kind=real.native.kind) != real.native:
             implicated.add("_impl/lowering.py")
     assert implicated <= STILL_COMPARING
-    assert implicated == {"shapes.py"}  # lowering's turn comes once shapes asks the registry
+    assert implicated == {"_impl/lowering.py"}
