@@ -11,6 +11,7 @@ probe all share it.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
@@ -50,6 +51,8 @@ def products_along(src: int, dst: int, kernel: int, stride: int, dilation: int,
     >>> products_along(3, 4, 2, 2, 1, 1)    # one position cropped at each end
     4
     """
+    if pad_begin <= 0 and (src - 1) * stride + (kernel - 1) * dilation - pad_begin < dst:
+        return src * kernel  # no product cropped: the first call's common case, at no cost
     # For tap t, the i with i*stride < c - t*dilation number clamp(ceil((c - t*d)/s), 0, src):
     # c = dst + pad_begin bounds the end, c = pad_begin the start.
     return (_positions_below(dst + pad_begin, src, kernel, stride, dilation)
@@ -105,7 +108,7 @@ class Problem:
     dilations: tuple[int, ...]
     pads_begin: tuple[int, ...]
 
-    @property
+    @functools.cached_property  # a plan's thread and lowering choices each read it
     def flops(self) -> int:
         """2 * N * C_src * (C_dst/groups) * the (position, tap) pairs landing inside dst
         (``products_along``, per axis): one multiply and one add per product that is
