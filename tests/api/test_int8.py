@@ -171,7 +171,7 @@ def test_a_chain_cut_before_its_binary_post_op_gives_the_same_result(rng, monkey
     (fused.CUT_BEFORE_BINARY: 3.2 and 3.13 on AVX2), the chain is cut before it; both
     ways give the reference's integers (exact or one unit off)."""
     from onednn_graph._impl import lowering, version
-    here = (lowering.linked_version(), lowering.avx512(version.cpu_isa()))
+    here = (version.linked_version(), lowering.avx512(version.cpu_isa()))
     monkeypatch.setattr(_fused, "CUT_BEFORE_BINARY", frozenset({here}) if cut else frozenset())
     x, w, b = _data(rng)
     shape = og.output_shape("ConvTranspose", [x.shape, w.shape], **ATTRS)

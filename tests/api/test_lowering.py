@@ -13,6 +13,7 @@ import onednn_graph as og
 from onednn_graph import reference as R
 from onednn_graph import shapes
 from onednn_graph._impl import lowering as _lowering
+from onednn_graph._impl import version as _version
 from onednn_graph._impl.plan import plan_call
 from onednn_graph.tolerance import accumulation_terms
 from helpers import assert_matches_reference, random
@@ -116,7 +117,7 @@ def test_lowering_decides_and_matches_reference(rng, kind, fmt, attrs, bias, nat
             "oneDNN is never handed a negative pad (lowering's module docstring)"
     # The measured rules hold where this oneDNN version and CPU family were measured
     # (_lowering.MEASURED); elsewhere every op runs as lowered.
-    v = _lowering.linked_version()
+    v = _version.linked_version()
     if runs and (v, _lowering.avx512(og.system.cpu_isa())) not in _lowering.MEASURED:
         runs = None
     want = (runs[0], runs[1].format(version=f"{v[0]}.{v[1]}")) if runs else \

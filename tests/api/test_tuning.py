@@ -18,6 +18,7 @@ from onednn_graph.errors import UnsupportedError
 from onednn_graph import shapes
 from onednn_graph._impl import (as_f32 as _as_f32, call as _call, compiled as _compiled,
                                 plan as _plan, lowering as _lowering)
+from onednn_graph._impl import version as _version
 from onednn_graph._tools import support as _support
 from onednn_graph._impl.arrays import crop
 from onednn_graph._impl.arrays import dtype_name
@@ -234,7 +235,7 @@ def test_the_default_formulation(kind, dtype, data_format, groups, on_avx512, be
     A row's `dtype` is the one the op runs in: a bf16/f16 call that this CPU's oneDNN
     runs as the f32 chain follows the f32 rows (an f32 row checks those calls too)."""
     isa = og.system.cpu_isa()
-    version = _lowering.linked_version()
+    version = _version.linked_version()
     runs_as = _default(kind, dtype, data_format, groups, on_avx512, below, isa, version)
     if kind == "ConvTranspose" and geometry == GEOMETRIES[6]:
         runs_as = kind  # cropped: it has no other formulation (_lowering.alternatives)
@@ -273,7 +274,7 @@ def test_only_a_tiny_conv_transpose_without_bias_runs_as_convolution_backward_da
     names = ("src", "weights", "bias")[:len(args)]
     op = og.compile_op("ConvTranspose", **dict(zip(names, args)), strides=2)
     isa = og.system.cpu_isa()
-    if (_lowering.linked_version(), _lowering.avx512(isa)) not in _lowering.MEASURED:
+    if (_version.linked_version(), _lowering.avx512(isa)) not in _lowering.MEASURED:
         runs_as = "ConvTranspose"  # an unmeasured oneDNN and CPU family: as written
     assert op._prepared.op.kind == runs_as
     # f32 NXC, 144 products per output: within rounding of the float64 reference
@@ -304,7 +305,7 @@ def test_the_default_falls_back_to_the_native_op(monkeypatch):
 def test_tuning_a_problem_whose_default_is_an_alternative_times_the_native_op_too():
     p = _problem("ConvTransposeBackwardWeights", GEOMETRIES[1], "NXC", "f32", "depthwise")
     x, dy = p.args
-    v = _lowering.linked_version()
+    v = _version.linked_version()
     if (v, _lowering.avx512(og.system.cpu_isa())) not in _lowering.MEASURED:
         pytest.skip(f"oneDNN {v} was not measured on this CPU family: no default alternative")
     op = og.compile_op("ConvTransposeBackwardWeights", src=x, diff_dst=dy, threads=0,

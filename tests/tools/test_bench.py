@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import suite  # noqa: E402
 from onednn_graph.system import cpu_isa  # noqa: E402
 from onednn_graph._impl import lowering as _lowering  # noqa: E402
+from onednn_graph._impl import version as _version  # noqa: E402
 
 
 def test_flops_by_hand():
@@ -77,7 +78,7 @@ def test_one_measurement_and_its_report():
     # the tiny problem runs as ConvolutionBackwardData (_lowering.TINY_FLOPS), on one
     # thread where OpenMP allows it (_plan.threads)
     assert r["functional"] > 0 and r["compiled"] > 0
-    v = _lowering.linked_version()
+    v = _version.linked_version()
     if (v, _lowering.avx512(cpu_isa())) in _lowering.MEASURED:
         assert r["lowering"].startswith("ConvolutionBackwardData over the same weights (faster on "
                                         f"oneDNN {v[0]}.{v[1]} for a tiny problem)")

@@ -27,8 +27,9 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import _core, errors as _errors, post as _post, quant as _quant
-from . import (arrays as _arrays, call as _call, compiled as _compiled, lowering as _lowering, plan as _plan, registry as _registry,
-               spec_graph as _spec_graph, spec_op as _spec_op, version as _version)
+from . import (arrays as _arrays, call as _call, compiled as _compiled, lowering as _lowering,
+               plan as _plan, registry as _registry, spec_graph as _spec_graph,
+               spec_op as _spec_op, version as _version)
 
 #: The ops that take post-ops: ConvTranspose (which oneDNN fuses with them) and the
 #: backward-data ops (which oneDNN 3.2 and 3.13 match with single-op patterns only: their
@@ -338,7 +339,7 @@ class _Call(_compiled.FusedEntry):
         post_key = problem.post_key  # (a quantized skip oneDNN would fuse wrongly: kept_apart)
         cut = len(post_key)
         if self.src_quantization is not None and \
-                (_lowering.linked_version(), _lowering.avx512(_version.cpu_isa())) in CUT_BEFORE_BINARY:
+                (_version.linked_version(), _lowering.avx512(_version.cpu_isa())) in CUT_BEFORE_BINARY:
             full = [i for i, (_, _, op) in enumerate(post_key)
                     if op is not None and tuple(op[0][0]) == self.shape]
             cut = full[0] if full and not self._sum(post_key, full, quantize) else cut

@@ -181,7 +181,7 @@ def faster_in_f32(kernel: Kernel | None, kind: str, attrs: dict[str, Any], dtype
     if kernel is None or kernel.status != "native" or dtype not in _arrays.LOW_PRECISION:
         return False
     isa = isa or _version.cpu_isa()
-    onednn = onednn or (_version.onednn_version().major, _version.onednn_version().minor)
+    onednn = onednn or _version.linked_version()
     rule = FASTER_IN_F32.get(onednn, {}).get(isa)
     grouped = int(attrs.get("groups", 1)) > 1
     spec = _registry.SPECS[kind]
@@ -201,12 +201,12 @@ def faster_in_f32_summary() -> dict[str, Any]:
     """``faster_in_f32``'s rule here: whether one applies (``applies``), which
     (``rule``, of ``FASTER_IN_F32``, and ``text``: the problems it runs as the chain),
     from how many FLOPs (``from_flops``), for this ``isa`` and ``onednn`` version."""
-    v = _version.onednn_version()
+    onednn = _version.linked_version()
     isa = _version.cpu_isa()
-    rule = FASTER_IN_F32.get((v.major, v.minor), {}).get(isa)
+    rule = FASTER_IN_F32.get(onednn, {}).get(isa)
     return {"applies": rule is not None, "rule": rule, "text": RULE_TEXT.get(rule or "", ""),
             "from_flops": F32_FROM_FLOPS,
-            "isa": isa, "onednn": f"{v.major}.{v.minor}"}
+            "isa": isa, "onednn": "{}.{}".format(*onednn)}
 
 
 def runs_in_f32(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],

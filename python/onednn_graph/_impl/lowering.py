@@ -451,16 +451,10 @@ MEASURED: frozenset[tuple[tuple[int, int], bool]] = frozenset({
     ((3, 2), True), ((3, 2), False), ((3, 13), False)})
 
 
-def linked_version() -> tuple[int, int]:
-    """(major, minor) of the linked oneDNN."""
-    v = _version.onednn_version()
-    return v.major, v.minor
-
-
 #: The linked oneDNN's (major, minor) and the ISA it dispatches to, which every call's
 #: ``preferred`` asks: read once, at import, as both are fixed for the process (oneDNN
 #: reads ONEDNN_MAX_CPU_ISA when first used, and the package never sets it).
-LINKED = linked_version()
+LINKED = _version.linked_version()
 HOST_ISA = _version.cpu_isa()
 
 

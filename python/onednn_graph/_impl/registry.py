@@ -211,8 +211,6 @@ def input_names(kind: str) -> tuple[str, ...]:
     return LEGACY.inputs if kind == LEGACY.kind else SPECS[kind].inputs
 
 
-
-
 def canonical_kind(kind: str) -> str:
     """The op kind, with the legacy name mapped to ConvTransposeBackwardWeights."""
     return LEGACY.current if kind == LEGACY.kind else kind

@@ -33,6 +33,13 @@ def onednn_version() -> OneDNNVersion:
     return OneDNNVersion(*_core.version())
 
 
+def linked_version() -> tuple[int, int]:
+    """(major, minor) of the linked oneDNN: what each rule measured on one oneDNN is
+    keyed by (``_impl.lowering``, ``_impl.kernels``, ``_impl.fused``)."""
+    v = onednn_version()
+    return v.major, v.minor
+
+
 def cpu_isa() -> str:
     """The CPU instruction set oneDNN dispatches to here (e.g. ``avx512_core_amx``).
 
