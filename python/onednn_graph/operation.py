@@ -188,7 +188,7 @@ class Operation:
 
     def __init__(self, kind: str, names: tuple[str, ...], attrs: dict[str, Any],
                  prepared: _call.Prepared, constant: Optional[int],
-                 input_shapes: Sequence[tuple[int, ...]] = ()) -> None:
+                 input_shapes: Sequence[tuple[int, ...]]) -> None:
         self.kind, self.attrs = kind, attrs
         # What each argument was compiled for, to name the one at fault (issue 31).
         self._shapes = tuple(s for i, s in enumerate(input_shapes) if i != constant)
@@ -265,9 +265,9 @@ class Operation:
             if out is None:
                 return p.run(inputs, np.empty(p.output_shape, dtype))
             p.run(inputs, _arrays.check_out(out, p.output_shape, dtype, inputs))
-        except ValueError as exc:
-            self._check_shapes(arrays)
-            raise exc
+        except ValueError:
+            self._check_shapes(arrays)  # names the argument at fault, if one is
+            raise
         return out  # the caller's own object (an ndarray, a torch tensor, ...)
 
     def _check_shapes(self, arrays: Sequence[np.ndarray]) -> None:

@@ -14,23 +14,14 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .. import _core, graph as _graph
+from .. import graph as _graph
 from .._impl import arrays as _arrays, compiled as _compiled
 
 __all__ = ["channel_sum"]
-
-
-def _compile(module: Any, op: str, inputs: Sequence[Any], output: Any, attrs: dict) -> Any:
-    """One op as a compiled partition, built with `module`'s Graph, Op and partitions."""
-    g = module.Graph()
-    g.add_op(module.Op(0, op, list(inputs), [output], attrs))
-    g.finalize()
-    [partition] = g.get_partitions()
-    return partition.compile(list(inputs), [output], _compiled.engine())
 
 
 class _Sum:
@@ -38,47 +29,44 @@ class _Sum:
 
     def __init__(self, shape: tuple, strides: tuple, dtype: str) -> None:
         n, c, m = shape[0], shape[1], math.prod(shape[2:])
-        self.lts: tuple[Any, ...]  # the logical tensors of the compiled partitions
+        self.reduce: Optional[_graph.CompiledPartition] = None
         if dtype != "f32" or not _collapsible(shape, strides):
             # The package's graph engine: it runs bf16/f16 where this CPU has no kernel.
-            src = _graph.LogicalTensor(0, dtype, shape, strides)
-            dst = _graph.LogicalTensor(1, dtype, (c,))
+            self.src = _graph.LogicalTensor(0, dtype, shape, strides)
+            self.dst = _graph.LogicalTensor(1, dtype, (c,))
             axes = [a for a in range(len(shape)) if a != 1]
-            self.reduce = _compile(_graph, "ReduceSum", [src], dst,
-                                   {"axes": axes, "keep_dims": False})
-            self.lts = (src, dst)
+            g = _graph.Graph()
+            g.add_op(_graph.Op(0, "ReduceSum", [self.src], [self.dst],
+                               {"axes": axes, "keep_dims": False}))
+            g.finalize()
+            [partition] = g.get_partitions()
+            self.reduce = partition.compile([self.src], [self.dst], _compiled.engine())
             return
-        self.reduce = None
         inner = strides[-1] if len(shape) > 2 else 1  # the spatial axes as one of stride `inner`
-        # f32 MatMuls run everywhere: oneDNN's own objects, executed on the arrays
-        # (the package's graph engine adds 8-9 us a call, a bias gradient's whole cost).
-        data = _core.LogicalTensor(0, "f32", (n, c, m), (strides[0], strides[1], inner))
-        column = _core.LogicalTensor(1, "f32", (m, 1))
-        per_sample = _core.LogicalTensor(2, "f32", (n, c, 1))
-        row = _core.LogicalTensor(3, "f32", (1, n))
-        samples = _core.LogicalTensor(4, "f32", (n, c))
-        total = _core.LogicalTensor(5, "f32", (1, c))
-        self.first = _compile(_core, "MatMul", [data, column], per_sample, {})
-        self.second = _compile(_core, "MatMul", [row, samples], total, {})
-        self.lts = (data, column, per_sample, row, samples, total)
+        self.data = ((n, c, m), (strides[0], strides[1], inner))
         self.ones_m, self.ones_n = np.ones((m, 1), np.float32), np.ones((1, n), np.float32)
         self.lock = threading.Lock()  # the (N, C) intermediate is shared by the callers
         self.between = np.empty((n, c, 1), np.float32)
+        # f32 MatMuls run everywhere: single ops compiled on the arrays (the package's
+        # graph engine adds 8-9 us a call, a bias gradient's whole cost).
+        meta = _compiled.meta
+        self.first = _compiled.CompiledOp("MatMul", {}, "f32", [self.data, meta(self.ones_m)],
+                                          meta(self.between))
+        self.second = _compiled.CompiledOp("MatMul", {}, "f32",
+                                           [meta(self.ones_n), meta(self.between[..., 0])],
+                                           meta(np.empty((1, c), np.float32)))
 
     def __call__(self, values: np.ndarray, out: np.ndarray) -> None:
-        stream = _compiled.stream()
         if self.reduce is not None:
-            src, dst = self.lts
             T, engine = _graph.Tensor, _compiled.engine()
-            self.reduce.execute(stream, [T(src, engine, values)], [T(dst, engine, out)])
+            self.reduce.execute(_compiled.stream(), [T(self.src, engine, values)],
+                                [T(self.dst, engine, out)])
             return
-        data, column, per_sample, row, samples, total = self.lts
-        view = np.lib.stride_tricks.as_strided(values, data.shape,
-                                               [s * values.itemsize for s in data.strides])
+        shape, strides = self.data
+        view = np.lib.stride_tricks.as_strided(values, shape, [s * values.itemsize for s in strides])
         with self.lock:
-            self.first.execute_arrays(stream, [view, self.ones_m], [self.between])
-            self.second.execute_arrays(stream, [self.ones_n, self.between.reshape(samples.shape)],
-                                       [out.reshape(total.shape)])
+            self.first.execute([view, self.ones_m], self.between)
+            self.second.execute([self.ones_n, self.between[..., 0]], out.reshape(1, -1))
 
 
 def _collapsible(shape: Sequence[int], strides: Sequence[int]) -> bool:

@@ -31,7 +31,7 @@ from typing import Any, Callable, List, Optional
 import torch
 from torch import _prims_common  # suggest_memory_format: Tensor.suggest_memory_format's rule
 
-from .. import ops as _ops
+from .. import ops as _ops, shapes
 from .._impl import arrays as _arrays
 from ._channel_sum import channel_sum
 
@@ -61,7 +61,9 @@ def _suggested_format(t: torch.Tensor) -> torch.memory_format:
     channels_last = _CHANNELS_LAST.get(t.dim())
     if channels_last is None:
         return torch.contiguous_format
-    if not _symbolic(t):  # symbolic sizes: torch's rule, which adds no guards
+    # A plain tensor holds no symbolic size (asked first: _symbolic reads every size and
+    # stride); symbolic sizes (torch.compile) take torch's rule, which adds no guards.
+    if type(t) in _PLAIN or not _symbolic(t):
         contiguous, last = t.is_contiguous(), t.is_contiguous(memory_format=channels_last)
         if contiguous != last:
             return channels_last if last else torch.contiguous_format
@@ -71,11 +73,6 @@ def _suggested_format(t: torch.Tensor) -> torch.memory_format:
 def _symbolic(t: torch.Tensor) -> bool:
     """Whether `t` has symbolic sizes or strides (torch.compile with dynamic shapes)."""
     return any(isinstance(v, torch.SymInt) for v in (*t.shape, *t.stride()))
-
-
-def transposed_size(x, k, s, d, pb, pe, op):  # type: ignore[no-untyped-def]
-    """One spatial size of a ConvTranspose's output (also for symbolic sizes)."""
-    return (x - 1) * s - pb - pe + d * (k - 1) + op + 1
 
 
 def _attrs(stride: List[int], pads_begin: List[int], pads_end: List[int], dilation: List[int],
@@ -88,7 +85,8 @@ def conv_transpose_shape(input: torch.Tensor, weight: torch.Tensor, stride: List
                           pads_begin: List[int], pads_end: List[int], output_padding: List[int],
                           dilation: List[int], groups: int) -> list:
     """ConvTranspose's output shape (N, C_out, *X) for (N, C_in, *X) data and IOX weights."""
-    spatial = [transposed_size(x, k, s, d, pb, pe, op) for x, k, s, d, pb, pe, op in zip(
+    # shapes' rule is plain arithmetic: it takes torch.compile's symbolic sizes too
+    spatial = [shapes.conv_transpose_out_size(x, k, s, d, pb, pe, op) for x, k, s, d, pb, pe, op in zip(
         input.shape[2:], weight.shape[2:], stride, dilation, pads_begin, pads_end, output_padding)]
     return [input.shape[0], weight.shape[1] * groups, *spatial]
 
@@ -223,8 +221,6 @@ def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
 def bias_grad(grad_output: torch.Tensor) -> torch.Tensor:
     """The gradient of a bias added along axis 1: the sum of `grad_output` over the other axes."""
     out = torch.empty(grad_output.shape[1], dtype=grad_output.dtype)
-    if _has_no_elements(grad_output):
-        return _zeros_plus_bias(out)
     channel_sum("grad_output", grad_output, _arrays.to_numpy("out", out))
     return out
 
@@ -312,7 +308,7 @@ def _cbd_backward(ctx, grad):  # type: ignore[no-untyped-def]
     dy, w = ctx.saved_tensors
     grad = _like(grad, dy, w)
     input_size, stride, pads_begin, pads_end, dilation, groups = ctx.args[2:]
-    slack = [x - transposed_size(y, k, s, d, pb, pe, 0) for x, y, k, s, d, pb, pe in zip(
+    slack = [x - shapes.conv_transpose_out_size(y, k, s, d, pb, pe) for x, y, k, s, d, pb, pe in zip(
         input_size[2:], dy.shape[2:], w.shape[2:], stride, dilation, pads_begin, pads_end)]
     attrs = (stride, pads_begin, pads_end, slack, dilation, groups)
     need = ctx.needs_input_grad

@@ -31,7 +31,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 
 import torch
 
-from .. import padding as _padding
+from .. import padding as _padding, shapes
 from ..torch_like import padding_per_axis as _padding_arg, per_axis as _torch_like_per_axis
 from . import _library
 
@@ -148,7 +148,7 @@ def _geometry(fn: str, stride: IntOrSeq, padding: PaddingArg, output_padding: In
     with _in_torch_terms(fn):
         pads = _padding.from_torch(_padding_arg(padding, nsp), extra, kernel=kernel,
                                    strides=strides, dilations=dilations)
-    out_spatial = [_library.transposed_size(*axis) for axis in zip(
+    out_spatial = [shapes.conv_transpose_out_size(*axis) for axis in zip(
         in_spatial, kernel, strides, dilations, pads.pads_begin, pads.pads_end,
         pads.output_padding)]
     if any(v < 1 for v in out_spatial):
