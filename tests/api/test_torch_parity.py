@@ -204,6 +204,21 @@ def test_a_tensor_of_another_type_is_a_type_error_as_in_torch():
     assert not isinstance(info.value, RuntimeError)
 
 
+@pytest.mark.parametrize("argument", [dict(stride=1.5), dict(dilation="a"), dict(padding=1.5),
+                                      dict(output_padding=[0.5, 0])])
+def test_an_argument_of_the_wrong_type_is_a_type_error_as_in_torch(argument):
+    # torch.nn raises a TypeError (not a RuntimeError) for each: so does the layer, and
+    # not the DTypeError of a tensor's dtype.
+    x, w = _x_w()
+    with pytest.raises(TypeError) as torchs:
+        torch.nn.functional.conv_transpose2d(x, w, **argument)
+    assert not isinstance(torchs.value, RuntimeError)
+    name = next(iter(argument))
+    with pytest.raises(TypeError, match=f"conv_transpose2d: {name}") as info:
+        ot.conv_transpose2d(x, w, **argument)
+    assert not isinstance(info.value, RuntimeError)
+
+
 def _dispatched_ops(fn):
     """The onednn_graph custom ops the dispatcher saw while `fn` ran (the profiler
     records each dispatched op; the profiler is no mode, so it changes no path)."""

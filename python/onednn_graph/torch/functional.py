@@ -74,8 +74,9 @@ def _in_torch_terms(fn: str) -> Iterator[None]:
         raise
     except ValueError as exc:
         raise ArgumentError(_torch_message(fn, exc)) from None
-    except TypeError as exc:
-        raise DTypeError(_torch_message(fn, exc)) from None
+    except TypeError as exc:  # an argument of the wrong type (stride=1.5): PyTorch's
+        # TypeError too; a wrong dtype is a DTypeError already (_check_dtypes, first)
+        raise TypeError(_torch_message(fn, exc)) from None
 
 
 def _torch_message(fn: str, exc: Exception) -> str:
