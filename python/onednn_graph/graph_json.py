@@ -194,38 +194,26 @@ class _Reader:
             self.fail(field, f"{op}: {exc}")
 
     def dataflow(self, ops: list[_graph.Op]) -> None:
-        """Refuse a tensor that two ops write, and ops that read their own results
-        through a cycle: oneDNN only says it "could not finalize the graph", and the
-        package's own passes over a graph (e.g. kept_apart's) assume neither."""
-        self.same_descriptions(ops)
-        writer, twice = _dataflow.writers(ops)
+        """Refuse a tensor id described two ways, a tensor that two ops write, and ops
+        that read their own results through a cycle (``_impl.dataflow``): oneDNN only
+        says it "could not finalize the graph", and the package's own passes over a
+        graph (e.g. kept_apart's) assume none of them."""
+        twice = _dataflow.described_twice(ops)
         if twice:
-            tensor, first, second = twice
+            tensor, (i, role, k), described, (j, role_before, m), before = twice
+            self.fail(f"graph[{i}].{role}[{k}]", f"tensor {tensor} is "
+                      f"{_dataflow.description(described)} here but "
+                      f"{_dataflow.description(before)} at graph[{j}].{role_before}[{m}]; "
+                      "one id is one tensor")
+        writer, written_twice = _dataflow.writers(ops)
+        if written_twice:
+            tensor, first, second = written_twice
             k = next(k for k, t in enumerate(ops[second].outputs) if t.id == tensor)
             self.fail(f"graph[{second}].outputs[{k}].id", f"tensor {tensor} is written by "
                       f"op {ops[first].id} too")
-        for i, op in enumerate(ops):
-            own = [t.id for t in op.inputs if writer.get(t.id) == i]
-            if own:  # the one-op cycle: an output that reuses one of its op's input ids
-                self.fail(f"graph[{i}]", f"op {op.id} reads tensor {own[0]} and writes it: an "
-                          "output id reuses an input id (give the output an id of its own)")
         cycle = _dataflow.cycle(ops, writer)
         if cycle:
             self.fail(f"graph[{cycle[0]}]", _dataflow.described(ops, cycle))
-
-    def same_descriptions(self, ops: list[_graph.Op]) -> None:
-        """Refuse a tensor id that two places describe differently (dtype, shape,
-        strides, layout): oneDNN only says it "could not finalize the graph"."""
-        first: dict[int, tuple[str, tuple]] = {}
-        for i, op in enumerate(ops):
-            for role, tensors in (("inputs", op.inputs), ("outputs", op.outputs)):
-                for k, t in enumerate(tensors):
-                    field = f"graph[{i}].{role}[{k}]"
-                    described = (t.dtype, t.shape, t.strides, t.layout)
-                    where, before = first.setdefault(t.id, (field, described))
-                    if before != described:
-                        self.fail(field, f"tensor {t.id} is {_described(described)} here but "
-                                  f"{_described(before)} at {where}; one id is one tensor")
 
     def op(self, obj: Any, field: str) -> _graph.Op:
         if not _is(obj, dict):
@@ -248,13 +236,6 @@ class _Reader:
             return _graph.Op(oid, kind, inputs, outputs, attrs, name)
         except (TypeError, ValueError) as exc:
             self.fail(field, f"{kind} op {oid}: {exc}")
-
-
-def _described(d: tuple) -> str:
-    dtype, shape, strides, layout = d
-    return f"{dtype} of shape {None if shape is None else list(shape)}" + (
-        f", strides {list(strides)}" if strides is not None else "") + (
-        f", layout {layout}" if layout != "strided" else "")
 
 
 def _is(value: Any, kind: type) -> bool:

@@ -2,7 +2,8 @@
 
 oneDNN 3.2 takes neither a tensor two ops write nor a cycle as an error of its own
 through the API: such a graph finalizes and gives no partition, so a user's mistake
-showed as an empty partition list. And the package's kept_apart pass, which walks
+showed as an empty partition list (and of one id described two ways it says only
+"could not finalize the graph"). And the package's kept_apart pass, which walks
 from a Dequantize to the ops that read it, looped forever on a Dequantize -> Add <->
 ReLU cycle. ``Graph.finalize`` now names the ops (``_impl.dataflow``, which the JSON
 reader uses too: ``tests/unit/test_graph_json_checks.py``).
@@ -22,7 +23,7 @@ GRAPHS = {
         a, b, c = (og.LogicalTensor(i, "f32", (1, 4)) for i in range(3))
         graph.add_op(og.Op(0, "ReLU", [a], [b]))
         graph.add_op(og.Op(1, "Add", [b, c], [c]))
-        """, "finalize: op 1 reads a tensor it writes itself"),
+        """, "finalize: op 1 reads tensor 2 and writes it: an output id reuses an input id"),
     "a cycle of two ops": ("""
         a, b, c = (og.LogicalTensor(i, "f32", (1, 4)) for i in range(3))
         graph.add_op(og.Op(7, "Add", [a, c], [b]))
@@ -40,6 +41,12 @@ GRAPHS = {
         graph.add_op(og.Op(0, "ReLU", [a], [c]))
         graph.add_op(og.Op(1, "ReLU", [b], [c]))
         """, "finalize: tensor 2 is written by op 0 and by op 1; each tensor has one writer"),
+    "one id described two ways": ("""
+        a, c = og.LogicalTensor(0, "f32", (1, 4)), og.LogicalTensor(2, "f32", (1, 5))
+        graph.add_op(og.Op(0, "ReLU", [a], [og.LogicalTensor(1, "f32", (1, 4))]))
+        graph.add_op(og.Op(1, "ReLU", [og.LogicalTensor(1, "f32", (1, 5))], [c]))
+        """, "finalize: tensor 1 is f32 of shape [1, 5], strides [5, 1] in op 1's inputs but "
+             "f32 of shape [1, 4], strides [4, 1] in op 0's outputs; one id is one tensor"),
 }
 
 PROGRAM = """

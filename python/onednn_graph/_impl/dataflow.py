@@ -1,16 +1,43 @@
-"""How a graph's ops hand tensors to one another: which op writes each tensor, and
-whether ops read their own results through a cycle.
+"""How a graph's ops hand tensors to one another: one description per tensor id,
+which op writes each tensor, and whether ops read their own results through a cycle.
 
-oneDNN 3.2 takes neither a tensor written twice nor a cycle as an error of its own:
-a file with one fails with "could not finalize the graph", a graph built through the
-API finalizes and gives no partition, and the package's passes over a graph
-(``kept_apart``) walk a cycle forever. So the JSON reader (``graph_json``) and
-``Graph.finalize`` ask here first and name the ops.
+oneDNN 3.2 takes none of these as an error of its own: a file with one fails with
+"could not finalize the graph", a graph built through the API fails the same way (a
+tensor described twice) or finalizes and gives no partition, and the package's passes
+over a graph (``kept_apart``) walk a cycle forever. So the JSON reader (``graph_json``)
+and ``Graph.finalize`` ask here first and name the ops.
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence
+
+
+#: Where a tensor appears: (position of the op, "inputs" or "outputs", index there).
+Place = tuple[int, str, int]
+
+
+def described_twice(ops: Sequence[Any]) -> Optional[tuple[int, Place, tuple, Place, tuple]]:
+    """The first tensor id that two places describe differently (dtype, shape, strides,
+    layout) as (id, that place, its description, the first place, the first
+    description), or None: one id is one tensor."""
+    first: dict[int, tuple[Place, tuple]] = {}
+    for i, op in enumerate(ops):
+        for role, tensors in (("inputs", op.inputs), ("outputs", op.outputs)):
+            for k, t in enumerate(tensors):
+                described = (t.dtype, t.shape, t.strides, t.layout)
+                where, before = first.setdefault(t.id, ((i, role, k), described))
+                if before != described:
+                    return t.id, (i, role, k), described, where, before
+    return None
+
+
+def description(d: tuple) -> str:
+    """A tensor's description (``described_twice``) in words: "f32 of shape [1, 4]"."""
+    dtype, shape, strides, layout = d
+    return f"{dtype} of shape {None if shape is None else list(shape)}" + (
+        f", strides {list(strides)}" if strides is not None else "") + (
+        f", layout {layout}" if layout != "strided" else "")
 
 
 def writers(ops: Sequence[Any]) -> tuple[dict[int, int], Optional[tuple[int, int, int]]]:
@@ -53,8 +80,13 @@ def cycle(ops: Sequence[Any], writer: dict[int, int]) -> list[int]:
 
 
 def described(ops: Sequence[Any], found: Sequence[int]) -> str:
-    """A cycle (``cycle``) in words: "op 3 -> op 5 -> op 3 form a cycle: ..."."""
+    """A cycle (``cycle``) in words: "op 3 -> op 5 -> op 3 form a cycle: ...", or for
+    an op that reads its own output, which tensor."""
     if len(found) == 1:
-        return f"op {ops[found[0]].id} reads a tensor it writes itself"
+        op = ops[found[0]]
+        read = {t.id for t in op.inputs}
+        tensor = next(t.id for t in op.outputs if t.id in read)
+        return (f"op {op.id} reads tensor {tensor} and writes it: an output id reuses an "
+                "input id (give the output an id of its own)")
     chain = " -> ".join(f"op {ops[i].id}" for i in [*found, found[0]])
     return f"{chain} form a cycle: each reads a tensor the one before it writes"

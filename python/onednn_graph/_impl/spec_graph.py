@@ -79,12 +79,19 @@ class Graph:
         return candidate
 
     def finalize(self) -> None:
-        # oneDNN 3.2 finalizes a graph whose ops read their own results (and then gives
-        # no partition), and kept_apart would walk the cycle forever: refuse it here.
+        # oneDNN 3.2 says only "could not finalize the graph" of a tensor id described
+        # two ways, finalizes a graph whose ops read their own results (and then gives
+        # no partition), and kept_apart would walk such a cycle forever: refuse them here.
         ops = self.ops
-        writer, twice = _dataflow.writers(ops)
+        twice = _dataflow.described_twice(ops)
         if twice:
-            tensor, by, again = twice
+            tensor, (i, role, _), described, (j, role_before, _), before = twice
+            raise Error(f"finalize: tensor {tensor} is {_dataflow.description(described)} in "
+                        f"op {ops[i].id}'s {role} but {_dataflow.description(before)} in op "
+                        f"{ops[j].id}'s {role_before}; one id is one tensor", "invalid_graph")
+        writer, written_twice = _dataflow.writers(ops)
+        if written_twice:
+            tensor, by, again = written_twice
             raise Error(f"finalize: tensor {tensor} is written by op {ops[by].id} and by op "
                         f"{ops[again].id}; each tensor has one writer", "invalid_graph")
         cycle = _dataflow.cycle(ops, writer)
@@ -92,8 +99,8 @@ class Graph:
             raise Error(f"finalize: {_dataflow.described(ops, cycle)}", "invalid_graph")
         # oneDNN's End marks a value the graph must hand out: that keeps it out of a
         # fused partition (_impl.kept_apart). Its partition holds no op of this Graph.
-        first = max((op.id for op in self.ops), default=-1) + 1
-        for i, value in enumerate(_kept_apart.sum_operands(self.ops)):
+        first = max((op.id for op in ops), default=-1) + 1
+        for i, value in enumerate(_kept_apart.sum_operands(ops)):
             self._native.add_op(_core.Op(first + i, "End", [value], [], {}))
         self._native.finalize()
 
