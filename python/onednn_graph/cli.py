@@ -278,10 +278,10 @@ def table(outcomes: Sequence[Outcome]) -> str:
         checks = r.checks if r is not None else []
         max_abs = max((c.comparison.max_abs for c in checks), default=None)
         max_rel = max((c.comparison.max_rel for c in checks), default=None)
+        compile_ms, median_ms, gflops = (r.compile_ms, r.median_ms, r.gflops) if r is not None \
+            else (None, None, None)
         rows.append((o.case.label, o.status, _fmt(max_abs, ".3g"), _fmt(max_rel, ".3g"),
-                     _fmt(r.compile_ms if r is not None else None, ".1f"),
-                     _fmt(r.median_ms if r is not None else None, ".3f"),
-                     _fmt(r.gflops if r is not None else None, ".3g")))
+                     _fmt(compile_ms, ".1f"), _fmt(median_ms, ".3f"), _fmt(gflops, ".3g")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(row, widths))) for row in rows]

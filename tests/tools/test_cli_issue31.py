@@ -42,9 +42,10 @@ def test_info_fits_100_columns_and_wide_keeps_a_row_per_line(capsys):
     assert max(len(line) for line in narrow) <= 100, [line for line in narrow if len(line) > 100]
     assert cli.main(["info", "--wide"]) == 0
     wide = capsys.readouterr().out.splitlines()
-    # the kernel table's rows, one per op, each with every dtype's cell on its line
-    assert any(line.lstrip().startswith("ConvTranspose ") and "f32" not in line.split()[0]
-               and len(line.split("  ")) > 3 for line in wide)
+    # the kernel table's rows, one per op, each with every dtype's cell on its line: the
+    # op's name, then one cell per dtype (f32, bf16, f16), set apart by two spaces or more
+    assert any(line.lstrip().startswith("ConvTranspose ")
+               and len(re.split(r" {2,}", line.strip())) == 4 for line in wide)
     # where the kernel table is too wide (its cells name this CPU's kernels: on AVX2 it
     # fits), the narrow report keeps every row: a block per op, a line per dtype
     kernel_rows = [line for line in wide if line.lstrip().startswith("ConvTranspose ")

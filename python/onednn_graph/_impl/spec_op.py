@@ -191,7 +191,7 @@ class Native:
                                        "input shapes; give the logical tensors known shapes")
             native = _lowering.NativeOp(kind, dict(_lowering.spelled_natively(normalized), **(
                 {shape_name: current_attrs[shape_name]} if shape_name else {})), "native")
-            if not _registry.SPECS[kind].native_output_padding:
+            if not spec.native_output_padding:
                 native.attrs.pop("output_padding", None)
         self.lowering = native.lowering
         self.op = _core.Op(op.id, native.kind, inputs, outputs, native.attrs, op.name)
