@@ -34,19 +34,18 @@ def fusable(chain: str = "ConvTranspose") -> dict[str, list[str]]:
     attrs = {"strides": [2, 2], "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
              "data_format": "NXC", "weights_format": "XOI"}
     spec = _registry.SPECS[kind]
-    if spec.has_bias:  # ConvTranspose: its int8 form, and a bias
-        q = (_quant.Quantization("u8", (0.5,), (0,)), _quant.Quantization("s8", (0.5,), (0,))) \
-            if int8 else (None, None)
-        ins: list[Port] = [(small, "u8" if int8 else "f32", q[0]), (w, "s8" if int8 else "f32", q[1]),
-                           (b, "f32", None)]
-        out = big
-    else:  # diff_dst of the forward op's result's shape; diff_src of its input's
-        attrs["weights_format"] = spec.weights_formats[0]  # its channels-last one: XOI or XIO
-        if spec.writes_big:  # ConvolutionBackwardData: its dst_shape
-            attrs[str(spec.shape_attr)] = list(big[0])
-            ins, out = [(small, "f32", None), (w, "f32", None)], big
-        else:
-            ins, out = [(big, "f32", None), (w, "f32", None)], small
+    attrs["weights_format"] = spec.weights_formats[0]  # its channels-last one: XOI or XIO
+    # Each tensor by its part in the equivalent ConvTranspose (registry.OpSpec.roles); the
+    # int8 form reads u8 src and s8 weights, dequantized.
+    metas = {"small": small, "big": big, "weights": w, "bias": b}
+    int8_types = {"small": ("u8", _quant.Quantization("u8", (0.5,), (0,))),
+                  "weights": ("s8", _quant.Quantization("s8", (0.5,), (0,)))} if int8 else {}
+    roles = spec.roles
+    ins: list[Port] = [(metas[roles[i]], *int8_types.get(roles[i], ("f32", None)))
+                       for i in range(len(spec.inputs))]
+    out = metas[roles[_registry.OUTPUT]]
+    if spec.shape_attr:  # ConvolutionBackwardData's dst_shape
+        attrs[spec.shape_attr] = list(out[0])
     result: Port = (out, "u8", _quant.Quantization("u8", (0.5,), (0,))) if int8 else (out, "f32", None)
     for post_kind in _post.UNARY + _post.BINARY:
         binary = post_kind in _post.BINARY
