@@ -19,8 +19,9 @@ run as partitions of their own, which ``Graph.get_partitions`` lists after it.
 
 This module is the public face only: the classes are the spec-level graph engine's
 (``_impl.spec_op``, ``_impl.spec_graph``), which the package's own graphs (fused
-calls) use below the public modules. They are shown here as this module's, with
-their docstrings and examples, rather than subclassed: one class per object, so
+calls) use below the public modules. They are shown here as this module's
+(``_impl.export``; their docstrings and examples live with their code), rather than
+subclassed: one class per object, so
 every Graph, Partition and compiled partition (the engine's included) is an
 ``og.Graph``, ``og.Partition``, ... for ``isinstance``, mypy and the reproducer.
 """
@@ -36,85 +37,6 @@ __all__ = ["Op", "Graph", "Partition", "CompiledPartition", "Tensor", "LogicalTe
 
 LogicalTensor, Engine, Stream = _core.LogicalTensor, _core.Engine, _core.Stream
 _impl.export(__name__, Op, Graph, Partition, CompiledPartition, Tensor)
-
-Op.__doc__ = """One operation, as the specification defines it.
-
-    Parameters
-    ----------
-    id : int
-    kind : str
-        The spec's op name, e.g. ``"ConvTranspose"``; also the legacy
-        ``"ConvTransposeBackpropFilters"`` and every kind oneDNN knows.
-    inputs, outputs : list of LogicalTensor
-    attrs : dict, optional
-        Spec attribute names -> values, checked against the op's schema.
-    name : str, optional
-
-    Examples
-    --------
-    >>> import onednn_graph as og
-    >>> x = og.LogicalTensor(0, "f32", (1, 2, 3, 3))
-    >>> w = og.LogicalTensor(1, "f32", (3, 3, 4, 2))
-    >>> y = og.LogicalTensor(2, "f32", None)
-    >>> op = og.Op(0, "ConvTranspose", [x, w], [y], {"strides": [2, 2],
-    ...            "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
-    ...            "data_format": "NCX", "auto_pad": "none"})
-    >>> op.attrs["strides"]
-    [2, 2]
-    """
-
-Graph.__doc__ = """A graph of ops (the spec's semantics) that oneDNN partitions and compiles.
-
-    Examples
-    --------
-    >>> import numpy as np, onednn_graph as og
-    >>> x = og.LogicalTensor(0, "f32", (1, 1, 3))
-    >>> w = og.LogicalTensor(1, "f32", (1, 1, 2))
-    >>> y = og.LogicalTensor(2, "f32", (1, 1, 6))
-    >>> g = og.Graph()
-    >>> g.add_op(og.Op(0, "ConvTranspose", [x, w], [y], {"strides": [2], "pads_begin": [0],
-    ...          "pads_end": [0], "dilations": [1], "data_format": "NCX", "weights_format": "IOX"}))
-    >>> g.finalize()
-    >>> [p] = g.get_partitions()
-    >>> e = og.Engine()          # one engine for compiling, tensors and the stream
-    >>> cp = p.compile([x, w], [y], e)
-    >>> s = og.Stream(e)
-    >>> out = np.zeros((1, 1, 6), np.float32)
-    >>> cp.execute(s, [og.Tensor(x, e, np.ones((1, 1, 3), np.float32)),
-    ...                og.Tensor(w, e, np.ones((1, 1, 2), np.float32))], [og.Tensor(y, e, out)])
-    >>> out
-    array([[[1., 1., 1., 1., 1., 1.]]], dtype=float32)
-    """
-
-Partition.__doc__ = """A partition of a Graph, with the spec's ports (hidden shape inputs
-    included): the user's logical tensors, where oneDNN has a view of one (a cropped op's,
-    ``_impl.spec_op.View``) or the legacy op's output in the current weights format."""
-
-CompiledPartition.__doc__ = """A compiled partition; shape inputs are read when it executes.
-
-    Where this CPU's oneDNN has no bf16/f16 kernel for an op of the partition, or
-    only its reference kernel (``_impl.kernels``), the partition runs in f32 between
-    oneDNN TypeCasts (``_impl.as_f32.Chain``), on the same tensors.
-
-    A cropped op (``_impl.spec_op.View``) is compiled for the view of the user's logical
-    tensor and runs on the view of the user's memory; ``execute`` then writes the positions
-    its output leaves out (zeros, or ConvTranspose's bias), and only those.
-    """
-
-Tensor.__doc__ = """A logical tensor bound to an array's memory, without a copy.
-
-    ``array`` may be anything the functional API takes (a NumPy array, a CPU
-    torch tensor, a DLPack or buffer-protocol object): its memory is viewed,
-    never copied, and kept alive by the Tensor (``Tensor.array``).
-
-    Examples
-    --------
-    >>> import numpy as np, onednn_graph as og
-    >>> a = np.zeros((2, 3), np.float32)
-    >>> t = og.Tensor(og.LogicalTensor(0, "f32", (2, 3)), og.Engine(), memoryview(a))
-    >>> np.shares_memory(t.numpy(), a)
-    True
-    """
 
 
 def __dir__() -> list[str]:

@@ -31,15 +31,51 @@ from ..errors import Error, UnsupportedError
 _Runner = Union[_core.CompiledPartition, _as_f32.Chain]
 
 
-# Its docstring is onednn_graph.graph's.
 class Tensor(_core.Tensor):
+    """A logical tensor bound to an array's memory, without a copy.
+
+    ``array`` may be anything the functional API takes (a NumPy array, a CPU
+    torch tensor, a DLPack or buffer-protocol object): its memory is viewed,
+    never copied, and kept alive by the Tensor (``Tensor.array``).
+
+    Examples
+    --------
+    >>> import numpy as np, onednn_graph as og
+    >>> a = np.zeros((2, 3), np.float32)
+    >>> t = og.Tensor(og.LogicalTensor(0, "f32", (2, 3)), og.Engine(), memoryview(a))
+    >>> np.shares_memory(t.numpy(), a)
+    True
+    """
+
     def __init__(self, logical_tensor: _core.LogicalTensor, engine: _core.Engine,
                  array: Any) -> None:
         super().__init__(logical_tensor, engine, _arrays.to_numpy("array", array))
 
 
-# Its docstring is onednn_graph.graph's.
 class Graph:
+    """A graph of ops (the spec's semantics) that oneDNN partitions and compiles.
+
+    Examples
+    --------
+    >>> import numpy as np, onednn_graph as og
+    >>> x = og.LogicalTensor(0, "f32", (1, 1, 3))
+    >>> w = og.LogicalTensor(1, "f32", (1, 1, 2))
+    >>> y = og.LogicalTensor(2, "f32", (1, 1, 6))
+    >>> g = og.Graph()
+    >>> g.add_op(og.Op(0, "ConvTranspose", [x, w], [y], {"strides": [2], "pads_begin": [0],
+    ...          "pads_end": [0], "dilations": [1], "data_format": "NCX", "weights_format": "IOX"}))
+    >>> g.finalize()
+    >>> [p] = g.get_partitions()
+    >>> e = og.Engine()          # one engine for compiling, tensors and the stream
+    >>> cp = p.compile([x, w], [y], e)
+    >>> s = og.Stream(e)
+    >>> out = np.zeros((1, 1, 6), np.float32)
+    >>> cp.execute(s, [og.Tensor(x, e, np.ones((1, 1, 3), np.float32)),
+    ...                og.Tensor(w, e, np.ones((1, 1, 2), np.float32))], [og.Tensor(y, e, out)])
+    >>> out
+    array([[[1., 1., 1., 1., 1., 1.]]], dtype=float32)
+    """
+
     def __init__(self, engine_kind: str = "cpu", fpmath_mode: str = "strict") -> None:
         self._native = _core.Graph(engine_kind, fpmath_mode)
         self.engine_kind, self.fpmath_mode = engine_kind, fpmath_mode
@@ -147,8 +183,11 @@ def _in_dependency_order(partitions: list["Partition"]) -> list["Partition"]:
     return done
 
 
-# Its docstring is onednn_graph.graph's.
 class Partition:
+    """A partition of a Graph, with the spec's ports (hidden shape inputs
+    included): the user's logical tensors, where oneDNN has a view of one (a cropped op's,
+    ``_impl.spec_op.View``) or the legacy op's output in the current weights format."""
+
     def __init__(self, native: _core.Partition, ops: list[Native], fpmath_mode: str = "strict") -> None:
         self._native, self._ops, self._fpmath_mode = native, ops, fpmath_mode
         self._hidden = {n.shape_input.id: n for n in ops if n.shape_input is not None}
@@ -196,8 +235,18 @@ class Partition:
         return f"Partition(id={self.id}, supported={self.is_supported})"
 
 
-# Its docstring is onednn_graph.graph's.
 class CompiledPartition:
+    """A compiled partition; shape inputs are read when it executes.
+
+    Where this CPU's oneDNN has no bf16/f16 kernel for an op of the partition, or
+    only its reference kernel (``_impl.kernels``), the partition runs in f32 between
+    oneDNN TypeCasts (``_impl.as_f32.Chain``), on the same tensors.
+
+    A cropped op (``_impl.spec_op.View``) is compiled for the view of the user's logical
+    tensor and runs on the view of the user's memory; ``execute`` then writes the positions
+    its output leaves out (zeros, or ConvTranspose's bias), and only those.
+    """
+
     def __init__(self, partition: Partition, inputs: list[_core.LogicalTensor],
                  outputs: list[_core.LogicalTensor], engine: _core.Engine) -> None:
         self._partition, self._engine = partition, engine

@@ -39,8 +39,33 @@ def check_list(where: str, role: str, items: Any, cls: type[T]) -> list[T]:
     return list(items)
 
 
-# Its docstring is onednn_graph.graph's.
 class Op:
+    """One operation, as the specification defines it.
+
+    Parameters
+    ----------
+    id : int
+    kind : str
+        The spec's op name, e.g. ``"ConvTranspose"``; also the legacy
+        ``"ConvTransposeBackpropFilters"`` and every kind oneDNN knows.
+    inputs, outputs : list of LogicalTensor
+    attrs : dict, optional
+        Spec attribute names -> values, checked against the op's schema.
+    name : str, optional
+
+    Examples
+    --------
+    >>> import onednn_graph as og
+    >>> x = og.LogicalTensor(0, "f32", (1, 2, 3, 3))
+    >>> w = og.LogicalTensor(1, "f32", (3, 3, 4, 2))
+    >>> y = og.LogicalTensor(2, "f32", None)
+    >>> op = og.Op(0, "ConvTranspose", [x, w], [y], {"strides": [2, 2],
+    ...            "pads_begin": [0, 0], "pads_end": [0, 0], "dilations": [1, 1],
+    ...            "data_format": "NCX", "auto_pad": "none"})
+    >>> op.attrs["strides"]
+    [2, 2]
+    """
+
     def __init__(self, id: int, kind: str, inputs: Sequence[_core.LogicalTensor],
                  outputs: Sequence[_core.LogicalTensor], attrs: Optional[dict[str, Any]] = None,
                  name: str = "") -> None:
