@@ -55,6 +55,10 @@ def test_results_and_gradients_take_pytorchs_memory_format(nsp, c_in, x_cl, modu
         x = x.to(memory_format=CHANNELS_LAST[nsp])
     if module_cl:
         theirs, ours = (m.to(memory_format=CHANNELS_LAST[nsp]) for m in (theirs, ours))
+    # Values: both are f32 sums of the same products in other orders (and threads), so
+    # they differ by rounding alone; 1e-5 relative plus 1e-5 absolute is about 80 f32
+    # ulps of each value. Measured on the Zen 4 (seed 0), the largest difference over
+    # these cases was 0.28 of that bound.
     for want, got in zip(_run(theirs, x), _run(ours, x)):
         assert got.stride() == want.stride()
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
