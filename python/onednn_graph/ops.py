@@ -228,5 +228,20 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
                       data_format, filter_format, filter_shape))
 
 
+# Each spec op's array arguments and keywords, for ``call_in_order``.
+_ORDER = {_CT: (_CT_IN, _CONV_KEYS), _CTBD: (_CTBD_IN, _CONV_KEYS), _CTBW: (_CTBW_IN, _CTBW_KEYS),
+          _CBD: (_CBD_IN, _CBD_KEYS)}
+
+
+def call_in_order(kind: str, arrays: tuple, out: Any, values: tuple) -> Any:
+    """`kind`'s plain call (no post-ops) with every keyword given by position, in the
+    order of its function's signature (``strides, pads_begin, pads_end, dilations,
+    auto_pad, output_padding, groups, data_format, weights_format``, then the shape
+    argument): the same checks, cache and result as the function, without parsing
+    keywords. ``onednn_graph.torch`` calls it several times per layer call."""
+    names, keys = _ORDER[kind]
+    return _call.run(kind, names, arrays, out, keys, values)
+
+
 def __dir__() -> list[str]:
     return list(__all__)

@@ -231,14 +231,19 @@ def _dispatched_ops(fn):
     return {e.name for e in prof.events() if e.name.startswith("onednn_graph::")}
 
 
-def test_an_eager_forward_skips_the_dispatcher_and_a_traced_or_cast_one_does_not():
+def test_an_eager_forward_skips_the_dispatcher_and_a_traced_or_meta_one_does_not():
     # Issue 31, item 11: eagerly, the op's function and gradient formula run as a plain
-    # autograd Function; under autocast (which must cast) the registered op runs.
+    # autograd Function. Issue 37: under autocast too (the layer casts as autocast would);
+    # a meta tensor has no memory, and its call goes to the registered op's fake kernel.
     _, ours = _pair(2, 3)
     x = torch.randn(2, 3, 5, 5, requires_grad=True)
     assert _dispatched_ops(lambda: ours(x)) == set()
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert "onednn_graph::conv_transpose" in _dispatched_ops(lambda: ours(x))
+        assert _dispatched_ops(lambda: ours(x)) == set()
+        assert ours(x).dtype == torch.bfloat16
+    on_meta = ot.ConvTranspose2d(3, 2, 3, stride=2, device="meta")
+    meta = torch.empty(2, 3, 5, 5, device="meta")
+    assert "onednn_graph::conv_transpose" in _dispatched_ops(lambda: on_meta(meta))
     y = ours(x)
     assert y.grad_fn is not None
     torch.testing.assert_close(y, torch.ops.onednn_graph.conv_transpose(

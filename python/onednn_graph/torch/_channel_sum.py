@@ -42,19 +42,27 @@ class _Sum:
             [partition] = g.get_partitions()
             self.reduce = partition.compile([self.src], [self.dst], _compiled.engine())
             return
-        inner = strides[-1] if len(shape) > 2 else 1  # the spatial axes as one of stride `inner`
-        self.data = ((n, c, m), (strides[0], strides[1], inner))
+        # The spatial axes as one (a view: _collapsible), the (N, C) intermediate between
+        # the two MatMuls (shared by the callers, hence the lock), the ones.
+        self.data = (n, c, m)
+        view = np.lib.stride_tricks.as_strided(
+            np.empty(1, np.float32), self.data,
+            [s * 4 for s in (strides[0], strides[1], strides[-1] if len(shape) > 2 else 1)])
         self.ones_m, self.ones_n = np.ones((m, 1), np.float32), np.ones((1, n), np.float32)
-        self.lock = threading.Lock()  # the (N, C) intermediate is shared by the callers
+        self.lock = threading.Lock()
         self.between = np.empty((n, c, 1), np.float32)
         # f32 MatMuls run everywhere: single ops compiled on the arrays (the package's
-        # graph engine adds 8-9 us a call, a bias gradient's whole cost).
+        # graph engine adds 8-9 us a call, a bias gradient's whole cost), each run as one
+        # native call.
         meta = _compiled.meta
-        self.first = _compiled.CompiledOp("MatMul", {}, "f32", [self.data, meta(self.ones_m)],
-                                          meta(self.between))
-        self.second = _compiled.CompiledOp("MatMul", {}, "f32",
-                                           [meta(self.ones_n), meta(self.between[..., 0])],
-                                           meta(np.empty((1, c), np.float32)))
+        first = _compiled.CompiledOp("MatMul", {}, "f32", [meta(view), meta(self.ones_m)],
+                                     meta(self.between))
+        second = _compiled.CompiledOp("MatMul", {}, "f32",
+                                      [meta(self.ones_n), meta(self.between[..., 0])],
+                                      meta(np.empty((1, c), np.float32)))
+        self.first = first.direct_call(self.between.shape, self.between.dtype)
+        self.second = second.direct_call((1, c), self.between.dtype)
+        self.ops = (first, second)  # their compiled partitions, which the calls hold too
 
     def __call__(self, values: np.ndarray, out: np.ndarray) -> None:
         if self.reduce is not None:
@@ -62,11 +70,12 @@ class _Sum:
             self.reduce.execute(_compiled.stream(), [T(self.src, engine, values)],
                                 [T(self.dst, engine, out)])
             return
-        shape, strides = self.data
-        view = np.lib.stride_tricks.as_strided(values, shape, [s * values.itemsize for s in strides])
+        stream = _compiled.stream()
         with self.lock:
-            self.first.execute([view, self.ones_m], self.between)
-            self.second.execute([self.ones_n, self.between[..., 0]], out.reshape(1, -1))
+            if self.first.run(stream, (values.reshape(self.data), self.ones_m), self.between) is None \
+                    or self.second.run(stream, (self.ones_n, self.between[..., 0]),
+                                       out.reshape(1, -1)) is None:
+                raise ValueError("channel_sum: oneDNN refused the arrays it was compiled for")
 
 
 def _collapsible(shape: Sequence[int], strides: Sequence[int]) -> bool:

@@ -19,7 +19,7 @@ A non-tensor argument is a plain TypeError, as in PyTorch.
 Every traced, transformed or autocast call goes through a registered custom op
 (``torch.ops.onednn_graph.*``, ``_library``), so ``torch.compile(fullgraph=True)`` and
 ``torch.export`` see one node per op; a plain eager call runs the same function and
-gradient formula without the dispatcher's custom-op layers (``_library.run_conv_transpose``).
+gradient formula without the dispatcher's custom-op layers (``_eager``).
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import torch
 
 from .. import padding as _padding, shapes
 from ..torch_like import padding_per_axis as _padding_arg, per_axis as _torch_like_per_axis
-from . import _library
+from . import _eager, _library
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
            "conv1d_input", "conv2d_input", "conv3d_input",
@@ -64,19 +64,25 @@ _TORCH_NAMES = {"src": "input", "weights": "weight", "weights_shape": "weight_si
 _ONEDNN_NAME = re.compile(r"\b(" + "|".join(sorted(_TORCH_NAMES, key=len, reverse=True)) + r")\b")
 
 
+def _torch_error(fn: str, exc: Exception) -> Exception:
+    """An error of the package's checks below as PyTorch raises it (also a RuntimeError),
+    its tensors under PyTorch's names."""
+    if isinstance(exc, (ArgumentError, DTypeError)):
+        return exc
+    if isinstance(exc, ValueError):
+        return ArgumentError(_torch_message(fn, exc))
+    # an argument of the wrong type (stride=1.5): PyTorch's TypeError too; a wrong dtype
+    # is a DTypeError already (_check_dtypes, first)
+    return TypeError(_torch_message(fn, exc))
+
+
 @contextlib.contextmanager
 def _in_torch_terms(fn: str) -> Iterator[None]:
-    """Errors of the package's checks below as PyTorch raises them (also RuntimeErrors),
-    its tensors under PyTorch's names."""
+    """``_torch_error`` around a block."""
     try:
         yield
-    except (ArgumentError, DTypeError):
-        raise
-    except ValueError as exc:
-        raise ArgumentError(_torch_message(fn, exc)) from None
-    except TypeError as exc:  # an argument of the wrong type (stride=1.5): PyTorch's
-        # TypeError too; a wrong dtype is a DTypeError already (_check_dtypes, first)
-        raise TypeError(_torch_message(fn, exc)) from None
+    except (ValueError, TypeError) as exc:
+        raise _torch_error(fn, exc) from None
 
 
 def _torch_message(fn: str, exc: Exception) -> str:
@@ -90,17 +96,21 @@ def _per_axis(fn: str, name: str, value: Any, nsp: int, least: int) -> list[int]
         return _torch_like_per_axis(fn, name, value, nsp, least)
 
 
-def _check_tensor(fn: str, name: str, value: Any, ndims: Sequence[int]) -> None:
+def _check_tensor(fn: str, name: str, value: Any) -> None:
     if not isinstance(value, torch.Tensor):  # a TypeError in PyTorch too
         raise TypeError(f"{fn}: {name} must be a torch.Tensor, got {type(value).__name__}")
-    if value.dim() not in ndims:
+
+
+def _check_rank(fn: str, name: str, shape: Sequence[Any], ndims: Sequence[int]) -> None:
+    if len(shape) not in ndims:
         raise ArgumentError(f"{fn}: {name} must be {' or '.join(map(str, ndims))}-D, got shape "
-                            f"{tuple(value.shape)}")
+                            f"{tuple(shape)}")
 
 
-def _check_dtypes(fn: str, **tensors: Optional[torch.Tensor]) -> None:
-    """One dtype for all `tensors`, one the ops take (PyTorch, too, refuses a mix)."""
-    given = {name: t.dtype for name, t in tensors.items() if t is not None}
+def _check_dtypes(fn: str, **dtypes: Optional[torch.dtype]) -> None:
+    """One dtype for all tensors of `dtypes` (None: no tensor), one the ops take (PyTorch,
+    too, refuses a mix)."""
+    given = {name: dtype for name, dtype in dtypes.items() if dtype is not None}
     first, dtype = next(iter(given.items()))
     if dtype not in _DTYPES:
         raise DTypeError(f"{fn}: {first} is {dtype}; the ops take float32, bfloat16, float16")
@@ -110,38 +120,83 @@ def _check_dtypes(fn: str, **tensors: Optional[torch.Tensor]) -> None:
                              f"one dtype")
 
 
+def _autocast(*tensors: Optional[torch.Tensor]) -> list:
+    """`tensors` as CPU autocast casts an op of its lower-precision list (which holds
+    ``conv_transposeNd``): each floating CPU tensor but float64 in the region's dtype, before
+    the dtypes are compared, so that an input a bf16 layer wrote meets f32 weights as it
+    would in ``torch.nn``."""
+    dtype = torch.get_autocast_dtype("cpu")
+    return [t.to(dtype) if t is not None and t.is_floating_point() and t.dtype != torch.float64
+            and t.is_cpu and t.dtype != dtype else t for t in tensors]
+
+
+_CT_NAMES = {n: f"conv_transpose{n}d" for n in (1, 2, 3)}
+
+
+def _checked_conv_transpose(nsp: int, input_shape: Sequence[Any], input_dtype: torch.dtype,
+                            weight_shape: Sequence[Any], weight_dtype: torch.dtype,
+                            bias_shape: Optional[Sequence[Any]], bias_dtype: Optional[torch.dtype],
+                            stride: IntOrSeq, padding: PaddingArg, output_padding: IntOrSeq,
+                            groups: int, dilation: IntOrSeq) -> _eager.Call:
+    """Every check of a conv_transposeNd call that its tensors' shapes and dtypes and its
+    other arguments settle, in PyTorch's terms; its attributes and result shape."""
+    fn = _CT_NAMES[nsp]
+    _check_rank(fn, "input", input_shape, (nsp + 1, nsp + 2))
+    _check_rank(fn, "weight", weight_shape, (nsp + 2,))
+    if bias_shape is not None:
+        _check_rank(fn, "bias", bias_shape, (1,))
+    _check_dtypes(fn, input=input_dtype, weight=weight_dtype, bias=bias_dtype)
+    _check_groups(fn, groups)
+    batched = tuple(input_shape) if len(input_shape) == nsp + 2 else (1, *input_shape)
+    if batched[1] != weight_shape[0]:
+        raise ArgumentError(f"{fn}: weight {tuple(weight_shape)} expects {weight_shape[0]} input "
+                            f"channels (its first axis), input {tuple(input_shape)} has "
+                            f"{batched[1]}")
+    _check_divisible(fn, "the input channels", weight_shape[0], groups)
+    if bias_shape is not None and bias_shape[0] != weight_shape[1] * groups:
+        raise ArgumentError(f"{fn}: bias must have {weight_shape[1] * groups} elements (the "
+                            f"output channels), got {bias_shape[0]}")
+    strides, pads_begin, pads_end, extra, dilations, out_spatial = _geometry(
+        fn, stride, padding, output_padding, dilation, tuple(weight_shape[2:]),
+        tuple(batched[2:]))
+    attrs = (list(strides), list(pads_begin), list(pads_end), list(extra), list(dilations), groups)
+    return _eager.make_call(attrs, (batched[0], weight_shape[1] * groups, *out_spatial), batched,
+                            tuple(weight_shape))
+
+
+# A module calls with the same arguments every step: their checks and conversion (about
+# 25 us, measured on a Zen 4) are done once per distinct call.
+_cached_conv_transpose = functools.lru_cache(maxsize=1024, typed=True)(_checked_conv_transpose)
+
+
 def _conv_transpose_nd(nsp: int, input: Any, weight: Any, bias: Any, stride: IntOrSeq,
                        padding: PaddingArg, output_padding: IntOrSeq, groups: int,
                        dilation: IntOrSeq) -> torch.Tensor:
-    fn = f"conv_transpose{nsp}d"
-    _check_tensor(fn, "input", input, (nsp + 1, nsp + 2))
-    _check_tensor(fn, "weight", weight, (nsp + 2,))
+    fn = _CT_NAMES[nsp]
+    _check_tensor(fn, "input", input)
+    _check_tensor(fn, "weight", weight)
     if bias is not None:
-        _check_tensor(fn, "bias", bias, (1,))
-    _check_dtypes(fn, input=input, weight=weight, bias=bias)
-    _check_groups(fn, groups)
+        _check_tensor(fn, "bias", bias)
+    if torch.is_autocast_enabled("cpu"):
+        input, weight, bias = _autocast(input, weight, bias)
+    args = (nsp, input.shape, input.dtype, weight.shape, weight.dtype,
+            None if bias is None else bias.shape, None if bias is None else bias.dtype,
+            stride, padding, output_padding, groups, dilation)
+    call = _cached_call(_cached_conv_transpose, _checked_conv_transpose, args)
     unbatched = input.dim() == nsp + 1
     x = input.unsqueeze(0) if unbatched else input
-    if x.shape[1] != weight.shape[0]:
-        raise ArgumentError(f"{fn}: weight {tuple(weight.shape)} expects {weight.shape[0]} input "
-                            f"channels (its first axis), input {tuple(input.shape)} has "
-                            f"{x.shape[1]}")
-    _check_divisible(fn, "the input channels", weight.shape[0], groups)
-    if bias is not None and bias.shape[0] != weight.shape[1] * groups:
-        raise ArgumentError(f"{fn}: bias must have {weight.shape[1] * groups} elements (the "
-                            f"output channels), got {bias.shape[0]}")
-    geometry = _geometry_of(fn, stride, padding, output_padding, dilation,
-                            tuple(weight.shape[2:]), tuple(x.shape[2:]))
-    with _in_torch_terms(fn):
-        y = _library.run_conv_transpose(x, weight, bias, *(list(v) for v in geometry[:4]),
-                                        list(geometry[4]), groups)
+    try:  # (a with block costs a layer call a microsecond)
+        y = _eager.conv_transpose(x, weight, bias, call)
+    except (ValueError, TypeError) as exc:
+        raise _torch_error(fn, exc) from None
     return y.squeeze(0) if unbatched else y
 
 
 def _geometry(fn: str, stride: IntOrSeq, padding: PaddingArg, output_padding: IntOrSeq,
               dilation: IntOrSeq, kernel: tuple, in_spatial: tuple) -> tuple:
     """PyTorch's per-axis arguments as the op takes them, checked: (strides, pads_begin,
-    pads_end, output_padding, dilations), each a tuple, for an output of >= 1 per axis."""
+    pads_end, output_padding, dilations, output spatial size), each a tuple, for an
+    output of >= 1 per axis."""
     nsp = len(kernel)
     strides = _per_axis(fn, "stride", stride, nsp, 1)
     dilations = _per_axis(fn, "dilation", dilation, nsp, 1)
@@ -157,24 +212,20 @@ def _geometry(fn: str, stride: IntOrSeq, padding: PaddingArg, output_padding: In
                             f"{tuple(out_spatial)}: too small (padding too large for the kernel, "
                             f"stride and dilation)")
     return (tuple(strides), tuple(pads.pads_begin), tuple(pads.pads_end),
-            tuple(pads.output_padding), tuple(dilations))
+            tuple(pads.output_padding), tuple(dilations), tuple(out_spatial))
 
 
-# A module calls with the same arguments every step: their checks and conversion (about
-# 25 us, measured on a Zen 4) are done once per distinct call.
-_cached_geometry = functools.lru_cache(maxsize=1024)(_geometry)
-
-
-def _geometry_of(*args: Any) -> tuple:
-    """``_geometry``, cached where the arguments are hashable and nothing traces the call
-    (torch.compile sees the plain function, with symbolic sizes)."""
+def _cached_call(cached: Callable[..., Any], plain: Callable[..., Any], args: tuple) -> Any:
+    """``cached(*args)``, a memo of ``plain``, where the arguments are hashable and nothing
+    traces the call (torch.compile sees the plain function, with symbolic sizes)."""
     if torch.compiler.is_compiling():
-        return _geometry(*args)
+        return plain(*args)
     try:
-        hash(args)
-    except TypeError:  # lists: computed each time
-        return _geometry(*args)
-    return _cached_geometry(*args)
+        return cached(*args)
+    except TypeError as exc:
+        if "unhashable" not in str(exc):
+            raise
+        return plain(*args)  # lists: computed each time
 
 
 def _check_groups(fn: str, groups: Any) -> None:
@@ -229,9 +280,11 @@ def conv_transpose3d(input: torch.Tensor, weight: torch.Tensor, bias: Optional[t
 def _conv_input(nsp: int, input_size: Sequence[int], weight: torch.Tensor, grad_output: torch.Tensor,
                 stride: IntOrSeq, padding: IntOrSeq, dilation: IntOrSeq, groups: int) -> torch.Tensor:
     fn = f"conv{nsp}d_input"
-    _check_tensor(fn, "weight", weight, (nsp + 2,))
-    _check_tensor(fn, "grad_output", grad_output, (nsp + 2,))
-    _check_dtypes(fn, grad_output=grad_output, weight=weight)
+    _check_tensor(fn, "weight", weight)
+    _check_tensor(fn, "grad_output", grad_output)
+    _check_rank(fn, "weight", weight.shape, (nsp + 2,))
+    _check_rank(fn, "grad_output", grad_output.shape, (nsp + 2,))
+    _check_dtypes(fn, grad_output=grad_output.dtype, weight=weight.dtype)
     _check_groups(fn, groups)
     size = [int(v) for v in input_size]
     if len(size) != nsp + 2:
@@ -276,9 +329,11 @@ def _conv_transpose_weight(nsp: int, input: torch.Tensor, weight_size: Sequence[
                            grad_output: torch.Tensor, stride: IntOrSeq, padding: PaddingArg,
                            output_padding: IntOrSeq, groups: int, dilation: IntOrSeq) -> torch.Tensor:
     fn = f"conv_transpose{nsp}d_weight"
-    _check_tensor(fn, "input", input, (nsp + 2,))
-    _check_tensor(fn, "grad_output", grad_output, (nsp + 2,))
-    _check_dtypes(fn, input=input, grad_output=grad_output)
+    _check_tensor(fn, "input", input)
+    _check_tensor(fn, "grad_output", grad_output)
+    _check_rank(fn, "input", input.shape, (nsp + 2,))
+    _check_rank(fn, "grad_output", grad_output.shape, (nsp + 2,))
+    _check_dtypes(fn, input=input.dtype, grad_output=grad_output.dtype)
     _check_groups(fn, groups)
     size = [int(v) for v in weight_size]
     if len(size) != nsp + 2:

@@ -39,12 +39,17 @@ class _OneDNNForward(torch.nn.modules.conv._ConvTransposeNd):
         if self.padding_mode != "zeros":
             raise ValueError("Only 'zeros' padding mode is supported for ConvTranspose")
         nsp = len(self.kernel_size)
-        output_padding = self._output_padding(input, output_size, self.stride, self.padding,
-                                              self.kernel_size, nsp, self.dilation)
         if torch.jit.is_scripting():  # the other branch is not compiled
+            output_padding = self._output_padding(input, output_size, self.stride, self.padding,
+                                                  self.kernel_size, nsp, self.dilation)
             return _scripted_call(input, self.weight, self.bias, list(self.stride),
                                   list(self.padding), output_padding, list(self.dilation),
                                   self.groups)
+        if output_size is None:  # (PyTorch's _output_padding would return it as a list)
+            output_padding = self.output_padding
+        else:
+            output_padding = self._output_padding(input, output_size, self.stride, self.padding,
+                                                  self.kernel_size, nsp, self.dilation)
         return F._conv_transpose_nd(nsp, input, self.weight, self.bias, self.stride, self.padding,
                                     output_padding, self.groups, self.dilation)
 
