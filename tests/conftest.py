@@ -2,6 +2,7 @@
 profiles; what tests share besides fixtures is in helpers.py."""
 
 import os
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -66,3 +67,14 @@ def _moved_names_fail_in_subprocesses(monkeypatch):
     rule = "error:onednn_graph.:DeprecationWarning"
     inherited = os.environ.get("PYTHONWARNINGS")
     monkeypatch.setenv("PYTHONWARNINGS", f"{inherited},{rule}" if inherited else rule)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_torch_compile_caches():
+    """Each test compiles from empty torch.compile caches: Dynamo recompiles one code
+    object (a layer's forward) at most 8 times per process, and the tests compile the
+    package's layers under many dtypes and autocast regions (0.01 ms a reset)."""
+    yield
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is not None:
+        dynamo.reset()

@@ -3,6 +3,8 @@
 Importable where PyTorch is installed (PyTorch's CPU wheel, then the ``torch`` extra:
 README, "With PyTorch"); the rest of the package never needs it.
 
+* ``convert(model)``: every ``torch.nn.ConvTranspose1d/2d/3d`` of a model on oneDNN,
+  in one call (``revert`` undoes it; ``report`` says what runs where, and why);
 * ``conv_transpose1d/2d/3d``: ``torch.nn.functional``'s signature, differentiable
   (every gradient computed by oneDNN), plus asymmetric and ``"same"`` padding;
 * ``ConvTranspose1d/2d/3d``: drop-in ``torch.nn`` modules (same parameters,
@@ -21,12 +23,14 @@ except ImportError:  # pragma: no cover - depends on the environment
                       "'With PyTorch')") from None
 
 from . import _library  # noqa: F401  (registers torch.ops.onednn_graph.*)
+from ._convert import LayerReport, Report, convert, report, revert
 from .functional import (conv1d_input, conv2d_input, conv3d_input, conv_transpose1d,
                          conv_transpose1d_weight, conv_transpose2d, conv_transpose2d_weight,
                          conv_transpose3d, conv_transpose3d_weight)
 from .modules import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 
-__all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+__all__ = ["convert", "revert", "report", "Report", "LayerReport",
+           "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
            "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
            "conv1d_input", "conv2d_input", "conv3d_input",
            "conv_transpose1d_weight", "conv_transpose2d_weight", "conv_transpose3d_weight"]

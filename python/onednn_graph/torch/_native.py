@@ -88,9 +88,11 @@ def conv_transpose_shape(input: torch.Tensor, weight: torch.Tensor, stride: Sequ
 def empty(shape: Sequence[Any], like: torch.Tensor, *follows: torch.Tensor) -> torch.Tensor:
     """A new result of `shape` with `like`'s dtype and device, in the memory format
     PyTorch would give a convolution of `follows` (none: contiguous): what the fake
-    implementations return."""
-    return torch.empty(shape, dtype=like.dtype, device=like.device,
-                       memory_format=memory_format(*follows))
+    implementations return. On the meta device PyTorch's convolutions return contiguous
+    results whatever the strides (measured on PyTorch 2.13; a fake CPU tensor follows the
+    CPU's rule), and so does this."""
+    fmt = torch.contiguous_format if like.device.type == "meta" else memory_format(*follows)
+    return torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=fmt)
 
 
 def view(t: torch.Tensor) -> np.ndarray:

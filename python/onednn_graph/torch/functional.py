@@ -120,14 +120,17 @@ def _check_dtypes(fn: str, **dtypes: Optional[torch.dtype]) -> None:
                              f"one dtype")
 
 
+def _autocast_eligible(t: Optional[torch.Tensor], dtype: torch.dtype) -> bool:
+    """Whether CPU autocast casts `t` to `dtype` for an op of its lower-precision list
+    (which holds ``conv_transposeNd``): a floating CPU tensor but float64, of another dtype."""
+    return (t is not None and t.is_floating_point() and t.dtype != torch.float64 and t.is_cpu
+            and t.dtype != dtype)
+
+
 def _autocast(*tensors: Optional[torch.Tensor]) -> list:
-    """`tensors` as CPU autocast casts an op of its lower-precision list (which holds
-    ``conv_transposeNd``): each floating CPU tensor but float64 in the region's dtype, before
-    the dtypes are compared, so that an input a bf16 layer wrote meets f32 weights as it
-    would in ``torch.nn``."""
+    """`tensors` as CPU autocast casts them (``_autocast_eligible``)."""
     dtype = torch.get_autocast_dtype("cpu")
-    return [t.to(dtype) if t is not None and t.is_floating_point() and t.dtype != torch.float64
-            and t.is_cpu and t.dtype != dtype else t for t in tensors]
+    return [t.to(dtype) if t is not None and _autocast_eligible(t, dtype) else t for t in tensors]
 
 
 _CT_NAMES = {n: f"conv_transpose{n}d" for n in (1, 2, 3)}
@@ -177,10 +180,21 @@ def _conv_transpose_nd(nsp: int, input: Any, weight: Any, bias: Any, stride: Int
     _check_tensor(fn, "weight", weight)
     if bias is not None:
         _check_tensor(fn, "bias", bias)
+    dtypes = (input.dtype, weight.dtype, None if bias is None else bias.dtype)
     if torch.is_autocast_enabled("cpu"):
-        input, weight, bias = _autocast(input, weight, bias)
-    args = (nsp, input.shape, input.dtype, weight.shape, weight.dtype,
-            None if bias is None else bias.shape, None if bias is None else bias.dtype,
+        # Autocast casts before the dtypes are compared, so that an input a bf16 layer
+        # wrote meets f32 weights as in torch.nn: here where the call runs eagerly, else
+        # in the registered op's AutocastCPU kernel, where the call runs (an exported
+        # program run outside autocast stays in f32, as torch.nn's does).
+        if _library.untraced(input, weight, bias):
+            input, weight, bias = _autocast(input, weight, bias)
+            dtypes = (input.dtype, weight.dtype, None if bias is None else bias.dtype)
+        else:
+            cast = torch.get_autocast_dtype("cpu")
+            dtypes = tuple(cast if _autocast_eligible(t, cast) else d
+                           for t, d in zip((input, weight, bias), dtypes))
+    args = (nsp, input.shape, dtypes[0], weight.shape, dtypes[1],
+            None if bias is None else bias.shape, dtypes[2],
             stride, padding, output_padding, groups, dilation)
     call = _cached_call(_cached_conv_transpose, _checked_conv_transpose, args)
     unbatched = input.dim() == nsp + 1
