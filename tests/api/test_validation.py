@@ -476,6 +476,10 @@ LAYOUTS = {
     "fortran": lambda a: np.asfortranarray(a),
     "negative": lambda a: a[::-1, ::-1, ::-1].copy()[::-1, ::-1, ::-1],
     "stepped": lambda a: np.repeat(a, 2, axis=-1)[..., ::2],
+    # every other row of an odd number of rows (what x[:, :, ::2] of a torch tensor gives):
+    # each channel's rows reach past the next channel's start, an order of strides
+    # oneDNN's memory descriptors do not take (memory_desc_strides_check), so it is copied
+    "interleaved": lambda a: np.ascontiguousarray(np.repeat(a, 2, axis=-2)[..., :-1, :])[..., ::2, :],
     "transposed-view": lambda a: np.ascontiguousarray(np.swapaxes(a, 0, -1)).swapaxes(0, -1),
     "broadcast": lambda a: np.broadcast_to(a[:1], a.shape) if a.shape[0] > 1 else np.asfortranarray(a),
 }

@@ -62,6 +62,7 @@ LAYERS = [
     ("5 PyTorch: custom ops", {"torch._library"}),
     ("5 PyTorch: the eager path", {"torch._eager"}),
     ("5 PyTorch's functional API", {"torch.functional"}),
+    ("5 PyTorch: a layer's plan", {"torch._layer"}),
     ("5 PyTorch's modules", {"torch.modules"}),
     ("5 PyTorch: a model's layers swapped", {"torch._convert"}),
     ("5 the PyTorch package", {"torch"}),

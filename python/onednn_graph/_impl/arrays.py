@@ -180,12 +180,22 @@ def allocate(kind: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 
 
 def describable(array: np.ndarray) -> bool:
-    """True when oneDNN's strided layout can describe the array's memory."""
+    """True when oneDNN's strided layout can describe the array's memory: positive
+    strides in whole items, nested as oneDNN 3.2's ``memory_desc_strides_check`` takes
+    them (axes ordered by stride, each stride at least the span of the axes inside it:
+    every other row of an odd number of rows interleaves channels, and is refused)."""
     flags = array.flags
     if flags.c_contiguous and flags.aligned:  # the common case, without a loop
         return True
-    return all(s > 0 and s % array.itemsize == 0 for s, d in zip(array.strides, array.shape)
-               if d > 1) and array.flags.aligned
+    if not flags.aligned:
+        return False
+    least = array.itemsize
+    # axes of one position are skipped, as oneDNN does; ties: the shorter axis inside
+    for step, size in sorted((s, d) for s, d in zip(array.strides, array.shape) if d > 1):
+        if step < least or step % array.itemsize:
+            return False
+        least = step * size
+    return True
 
 
 def dense_strides(shape: Sequence[int]) -> tuple[int, ...]:

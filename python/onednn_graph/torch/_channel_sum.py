@@ -1,13 +1,20 @@
 """The sum of a tensor over every axis but axis 1: a bias's gradient, on oneDNN.
 
-oneDNN 3.2's dnnl backend has no partition for a lone BiasAddBackward, and its
-ReduceSum that keeps an inner axis runs the reference kernel (``ref:any``: 0.2-0.9
-ms for an 8x32x8x8 f32 tensor on the AVX2 EPYC). In f32 the sum is two gemm
-MatMuls instead (0.01 ms there): the tensor as ``(N, C, M)`` (a strided view, in
-either memory format) times a column of ones, then a row of ones times that
-``(N, C)`` result. The ones are data, not arithmetic. bf16 and f16 keep ReduceSum,
-which accumulates in f32: a MatMul's ``(N, C)`` intermediate would be rounded to
-the dtype (the Graph API's MatMul takes one dtype in and out).
+oneDNN 3.2's dnnl backend has no partition for a lone BiasAddBackward (its fusion
+with ConvolutionBackwardWeights is disabled, and there is none with the transposed
+op), and its ReduceSum that keeps an inner axis runs the reference kernel
+(``ref:any``: 0.2-0.9 ms for an 8x32x8x8 f32 tensor on the AVX2 EPYC). In f32 the
+sum is gemm MatMuls instead (0.01 ms there), on strided views of the tensor, times
+rows or columns of ones (data, not arithmetic):
+
+* where the batch and the spatial axes are one axis of uniform stride in memory (a
+  batch of one, or channels last), one MatMul: ``ones(1, R) @ V(R, C)``;
+* else two: ``V(N, C, M) @ ones(M, 1)``, then ``ones(1, N)`` times that ``(N, C)``.
+
+bf16 and f16 keep ReduceSum, which accumulates in f32: a MatMul's ``(N, C)``
+intermediate would be rounded to the dtype (the Graph API's MatMul takes one dtype
+in and out). Each compiled sum is kept per (shape, strides, dtype) and runs as one
+native call per MatMul.
 """
 
 from __future__ import annotations
@@ -24,8 +31,15 @@ from .._impl import arrays as _arrays, compiled as _compiled
 __all__ = ["channel_sum"]
 
 
+def _strided(shape: Sequence[int], strides: Sequence[int]) -> np.ndarray:
+    """An f32 array of `shape` and element `strides` standing for a caller's view: only
+    its description is compiled."""
+    return np.lib.stride_tricks.as_strided(np.empty(1, np.float32), tuple(shape),
+                                           [s * 4 for s in strides])
+
+
 class _Sum:
-    """The compiled sum for one (shape, strides, dtype)."""
+    """The compiled sum for one (shape, element strides, dtype)."""
 
     def __init__(self, shape: tuple, strides: tuple, dtype: str) -> None:
         n, c, m = shape[0], shape[1], math.prod(shape[2:])
@@ -42,40 +56,51 @@ class _Sum:
             [partition] = g.get_partitions()
             self.reduce = partition.compile([self.src], [self.dst], _compiled.engine())
             return
-        # The spatial axes as one (a view: _collapsible), the (N, C) intermediate between
-        # the two MatMuls (shared by the callers, hence the lock), the ones.
+        inner = strides[-1] if len(shape) > 2 else 1  # the spatial axes' one stride
+        meta = _compiled.meta
+        if n == 1 or strides[0] == m * inner:  # batch and space: R rows of one stride
+            self.rows = (n * m, c)
+            self.channels_last = (0, *range(2, len(shape)), 1)  # (N, *X, C): rows, then channels
+            view = _strided(self.rows, (inner, strides[1]))
+            self.ones = np.ones((1, n * m), np.float32)
+            op = _compiled.CompiledOp("MatMul", {}, "f32", [meta(self.ones), meta(view)],
+                                      meta(np.empty((1, c), np.float32)))
+            self.calls: tuple = (op.direct_call((1, c), np.dtype(np.float32)),)
+            self.ops: tuple = (op,)  # the compiled partition, which the call holds too
+            return
+        # (N, C, M) times a column of ones, then a row of ones times that (N, C): the
+        # intermediate is shared by the callers, hence the lock.
         self.data = (n, c, m)
-        view = np.lib.stride_tricks.as_strided(
-            np.empty(1, np.float32), self.data,
-            [s * 4 for s in (strides[0], strides[1], strides[-1] if len(shape) > 2 else 1)])
+        view = _strided(self.data, (strides[0], strides[1], inner))
         self.ones_m, self.ones_n = np.ones((m, 1), np.float32), np.ones((1, n), np.float32)
         self.lock = threading.Lock()
         self.between = np.empty((n, c, 1), np.float32)
-        # f32 MatMuls run everywhere: single ops compiled on the arrays (the package's
-        # graph engine adds 8-9 us a call, a bias gradient's whole cost), each run as one
-        # native call.
-        meta = _compiled.meta
         first = _compiled.CompiledOp("MatMul", {}, "f32", [meta(view), meta(self.ones_m)],
                                      meta(self.between))
         second = _compiled.CompiledOp("MatMul", {}, "f32",
                                       [meta(self.ones_n), meta(self.between[..., 0])],
                                       meta(np.empty((1, c), np.float32)))
-        self.first = first.direct_call(self.between.shape, self.between.dtype)
-        self.second = second.direct_call((1, c), self.between.dtype)
-        self.ops = (first, second)  # their compiled partitions, which the calls hold too
+        f32 = np.dtype(np.float32)
+        self.calls = (first.direct_call(self.between.shape, f32), second.direct_call((1, c), f32))
+        self.ops = (first, second)
 
     def __call__(self, values: np.ndarray, out: np.ndarray) -> None:
+        stream = _compiled.stream()
         if self.reduce is not None:
             T, engine = _graph.Tensor, _compiled.engine()
-            self.reduce.execute(_compiled.stream(), [T(self.src, engine, values)],
-                                [T(self.dst, engine, out)])
+            self.reduce.execute(stream, [T(self.src, engine, values)], [T(self.dst, engine, out)])
             return
-        stream = _compiled.stream()
-        with self.lock:
-            if self.first.run(stream, (values.reshape(self.data), self.ones_m), self.between) is None \
-                    or self.second.run(stream, (self.ones_n, self.between[..., 0]),
-                                       out.reshape(1, -1)) is None:
-                raise ValueError("channel_sum: oneDNN refused the arrays it was compiled for")
+        if len(self.calls) == 1:
+            rows = values.transpose(self.channels_last).reshape(self.rows)  # a view: the axes collapse
+            ran = self.calls[0].run(stream, (self.ones, rows), out.reshape(1, -1))
+        else:
+            with self.lock:
+                ran = self.calls[0].run(stream, (values.reshape(self.data), self.ones_m),
+                                        self.between) is not None and \
+                    self.calls[1].run(stream, (self.ones_n, self.between[..., 0]),
+                                      out.reshape(1, -1))
+        if ran is None or ran is False:  # the view it was compiled for, so never
+            raise ValueError("channel_sum: oneDNN refused the arrays it was compiled for")
 
 
 def _collapsible(shape: Sequence[int], strides: Sequence[int]) -> bool:
@@ -89,13 +114,16 @@ _sums_lock = threading.Lock()
 
 def channel_sum(name: str, values: Any, out: np.ndarray) -> None:
     """Write the sum of `values` (N, C, *X) over every axis but 1 into `out` (C,)."""
-    array = _arrays.as_input(name, values)  # copied only where oneDNN cannot read it
+    array = values if type(values) is np.ndarray else _arrays.as_input(name, values)
     if array.size == 0:
         out[...] = 0  # nothing to sum: fixed by the shape alone
         return
-    key = (array.shape, tuple(_arrays.element_strides(array)), _arrays.dtype_name(array.dtype))
-    with _sums_lock:
-        compiled = _sums.get(key)
-        if compiled is None:
-            compiled = _sums[key] = _Sum(*key)
+    compiled = _sums.get((array.shape, array.strides, array.dtype))  # (a dict read: atomic)
+    if compiled is None:
+        array = _arrays.as_input(name, array)  # the dtype checked; copied where oneDNN cannot read it
+        key = (array.shape, tuple(_arrays.element_strides(array)), _arrays.dtype_name(array.dtype))
+        with _sums_lock:
+            compiled = _sums.get((array.shape, array.strides, array.dtype))
+            if compiled is None:
+                compiled = _sums[(array.shape, array.strides, array.dtype)] = _Sum(*key)
     compiled(array, out)

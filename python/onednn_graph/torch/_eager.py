@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Optional
 
+import numpy as np
 import torch
 
 from . import _library, _native
@@ -57,26 +58,33 @@ def make_call(attrs: tuple, out_shape: tuple, input_shape: tuple, weight_shape: 
 
 
 def conv_transpose(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-                   call: Call) -> torch.Tensor:
-    """ConvTranspose of a checked `call` on (batched) `input`, by the path it allows."""
-    if not _library.untraced(input, weight, bias):
+                   call: Call, fmt: Optional[torch.memory_format] = None,
+                   w: Optional[np.ndarray] = None, b: Optional[np.ndarray] = None) -> torch.Tensor:
+    """ConvTranspose of a checked `call` on (batched) `input`, by the path it allows.
+    A layer that keeps them (``_layer``) hands over the result's memory format `fmt` and
+    the views `w` and `b` of its weight and bias."""
+    if not _library.untraced(input, weight, bias) or call.empty:
+        # traced, or nothing to sum: the registered op (which knows the geometry's answer)
         return _library.conv_transpose(input, weight, bias, *call.attrs)
-    if call.empty:  # nothing to sum: the registered op knows the geometry's answer
-        return _library.conv_transpose(input, weight, bias, *call.attrs)
+    if fmt is None:
+        fmt = _native.memory_format(input, weight)
+    if w is None:
+        w = _native.view(weight)
+    if b is None and bias is not None:
+        b = _native.view(bias)
     if torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad
                                     or (bias is not None and bias.requires_grad)):
-        return _apply(input, weight, bias, call)
-    return _forward(input, weight, bias, call)[0]
+        return _apply(input, weight, bias, call, fmt, w, b)
+    return _forward(input, call, fmt, w, b)[0]
 
 
-def _forward(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-             call: Call) -> tuple:
-    """The result, its memory format and the views of input and weight oneDNN read."""
-    fmt = _native.memory_format(input, weight)
+def _forward(input: torch.Tensor, call: Call, fmt: torch.memory_format, w: np.ndarray,
+             b: Optional[np.ndarray]) -> tuple:
+    """The result (in `fmt`) and the view of `input` oneDNN read, with weights `w`, bias `b`."""
     out, target = _native.result(call.out_shape, input.dtype, fmt)
-    x, w = _native.view(input), _native.view(weight)
-    _native.run(_CT, (x, w) if bias is None else (x, w, _native.view(bias)), target, call.values)
-    return out, fmt, x, w
+    x = _native.view(input)
+    _native.run(_CT, (x, w) if b is None else (x, w, b), target, call.values)
+    return out, x
 
 
 class _Function(torch.autograd.Function):
@@ -85,10 +93,10 @@ class _Function(torch.autograd.Function):
     ``inspect`` on every call, about 40 us (measured on a Zen 4)."""
 
     @staticmethod
-    def forward(ctx, input, weight, bias, call):  # type: ignore[no-untyped-def]
-        out, ctx.fmt, ctx.x, ctx.w = _forward(input, weight, bias, call)
+    def forward(ctx, input, weight, bias, call, fmt, w, b):  # type: ignore[no-untyped-def]
+        out, ctx.x = _forward(input, call, fmt, w, b)
         ctx.save_for_backward(input, weight)  # (unpacked in backward: autograd's in-place check)
-        ctx.call, ctx.had_bias = call, bias is not None
+        ctx.call, ctx.fmt, ctx.w, ctx.had_bias = call, fmt, w, bias is not None
         return out
 
     @staticmethod
@@ -98,7 +106,7 @@ class _Function(torch.autograd.Function):
         if torch.is_grad_enabled() or not _library.untraced(grad):
             # create_graph: the registered ops, whose gradients autograd then records
             return _library.conv_transpose_grads(input, weight, grad, call.attrs, need,
-                                                 ctx.had_bias) + (None,)
+                                                 ctx.had_bias) + (None,) * 4
         grad = grad.contiguous(memory_format=ctx.fmt)  # PyTorch's convolutions do the same
         g = _native.view(grad)
         gx = gw = gb = None
@@ -110,7 +118,7 @@ class _Function(torch.autograd.Function):
             _native.run(_CTBW, (ctx.x, g), target, call.weights_values)
         if ctx.had_bias and need[2]:
             gb = _native.bias_grad(grad, g)
-        return gx, gw, gb, None
+        return gx, gw, gb, None, None, None, None
 
 
 def _apply_of(function: Any) -> Any:

@@ -57,13 +57,18 @@ def untraced(*tensors: Optional[torch.Tensor]) -> bool:
     ``torch.export``, ``torch.func``, dispatch or function modes), and they are plain
     tensors and parameters (not subclasses, which may trace or dispatch) in CPU memory
     (a meta tensor has no memory: the registered op's fake implementation answers)."""
-    return (not torch.compiler.is_compiling()  # first: dynamo cannot trace the checks below
-            and torch._C._len_torch_dispatch_stack() == 0
-            and not torch._C._is_torch_function_mode_enabled()
-            and torch._C._functorch.peek_interpreter_stack() is None
-            and all(t is None or (type(t) in _PLAIN and t.is_cpu) for t in tensors))
+    if (torch.compiler.is_compiling()  # first: dynamo cannot trace the checks below
+            or _dispatch_modes() or _function_modes() or _functorch_level() is not None):
+        return False
+    for t in tensors:  # (a loop: all() over a generator costs a layer call a microsecond)
+        if t is not None and (type(t) not in _PLAIN or not t.is_cpu):
+            return False
+    return True
 
 
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_functorch_level = torch._C._functorch.peek_interpreter_stack
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 

@@ -12,7 +12,7 @@ from typing import List, Optional
 import torch
 
 from . import _library  # noqa: F401  (registers torch.ops.onednn_graph.conv_transpose)
-from . import functional as F
+from . import _layer, functional as F
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -45,11 +45,10 @@ class _OneDNNForward(torch.nn.modules.conv._ConvTransposeNd):
             return _scripted_call(input, self.weight, self.bias, list(self.stride),
                                   list(self.padding), output_padding, list(self.dilation),
                                   self.groups)
-        if output_size is None:  # (PyTorch's _output_padding would return it as a list)
-            output_padding = self.output_padding
-        else:
-            output_padding = self._output_padding(input, output_size, self.stride, self.padding,
-                                                  self.kernel_size, nsp, self.dilation)
+        if output_size is None:
+            return _layer.forward(self, input)  # with what the layer's last call settled
+        output_padding = self._output_padding(input, output_size, self.stride, self.padding,
+                                              self.kernel_size, nsp, self.dilation)
         return F._conv_transpose_nd(nsp, input, self.weight, self.bias, self.stride, self.padding,
                                     output_padding, self.groups, self.dilation)
 

@@ -1,0 +1,109 @@
+"""A layer's eager forward with what its last call settled kept: a per-layer plan.
+
+A model calls each layer with the same shapes step after step. For each of the
+package's layers this keeps, beside the layer (never in it: its ``__dict__``,
+``state_dict``, copies and pickles stay the stock layer's), the last call's
+
+* checked call (``functional``'s checks in PyTorch's terms, and the op's attributes),
+  valid while the input's shape and dtype, the parameters' shapes and dtypes and the
+  layer's attributes are the same (compared each call: a layer whose ``stride`` is
+  changed is checked again);
+* NumPy views of its weight and bias, valid while they are the same tensors over the
+  same memory (an optimizer's in-place update keeps both; ``param.data = ...`` or a
+  parametrization's freshly computed weight does not, and gets a new view);
+* the result's memory format, valid while the input's strides are the same.
+
+Where a call is traced, cast by autocast or unbatched, it takes ``functional``'s path
+(as does a call given ``output_size``, in ``modules``).
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import Any, Optional
+
+import torch
+
+from . import _eager, _library, _native, functional as _functional
+
+__all__ = ["forward"]
+
+
+class _Plan:
+    """What one layer's last call settled (see the module's docstring)."""
+
+    __slots__ = ("key", "call", "weight", "w_ptr", "w", "bias", "b_ptr", "b", "x_stride", "fmt")
+
+    def __init__(self, key: tuple, call: _eager.Call) -> None:
+        self.key, self.call = key, call
+        self.weight: Any = None
+        self.bias: Any = None
+        self.w: Any = None
+        self.b: Any = None
+        self.x_stride: Any = None
+        self.fmt: Any = None
+        self.w_ptr = self.b_ptr = 0
+
+
+# id(layer) -> (a weak reference to the layer, its plan); an entry goes with its layer.
+_plans: dict[int, tuple[Any, _Plan]] = {}
+
+
+def _forget(ref: Any, key: int) -> None:
+    entry = _plans.get(key)
+    if entry is not None and entry[0] is ref:
+        del _plans[key]
+
+
+def _plan_of(layer: torch.nn.Module, key: tuple, args: tuple) -> _Plan:
+    entry = _plans.get(id(layer))
+    if entry is not None and entry[0]() is layer and entry[1].key == key:
+        return entry[1]
+    call = _functional._cached_call(_functional._cached_conv_transpose,
+                                    _functional._checked_conv_transpose, args)
+    plan = _Plan(key, call)
+    ref = weakref.ref(layer, functools.partial(_forget, key=id(layer)))
+    _plans[id(layer)] = (ref, plan)
+    return plan
+
+
+def forward(layer: Any, input: torch.Tensor) -> torch.Tensor:
+    """``layer(input)`` for one of the package's layers (``output_size`` None): on the
+    eager path with its plan, or ``functional``'s path (traced, autocast, unbatched)."""
+    # Each read once: a parametrized weight is computed on every read, and spectral_norm's
+    # read in training mode runs a power iteration (changing its buffers).
+    params = layer._parameters
+    weight = params["weight"] if "weight" in params else layer.weight
+    bias = params["bias"] if "bias" in params else layer.bias
+    nsp = len(layer.kernel_size)
+    if (type(input) not in _PLAIN or input.dim() != nsp + 2 or torch.is_autocast_enabled("cpu")
+            or not _library.untraced(input, weight, bias)):
+        return _functional._conv_transpose_nd(nsp, input, weight, bias, layer.stride,
+                                              layer.padding, layer.output_padding, layer.groups,
+                                              layer.dilation)
+    key = (input.shape, input.dtype, weight.shape, weight.dtype,
+           None if bias is None else bias.shape, None if bias is None else bias.dtype,
+           layer.stride, layer.padding, layer.output_padding, layer.dilation, layer.groups)
+    plan = _plan_of(layer, key, (nsp, *key[:6], layer.stride, layer.padding,
+                                 layer.output_padding, layer.groups, layer.dilation))
+    if weight is not plan.weight or weight.data_ptr() != plan.w_ptr:
+        plan.weight, plan.w_ptr, plan.w = weight, weight.data_ptr(), _native.view(weight)
+        plan.x_stride = None  # the memory format follows the weight's strides too
+    if bias is not None and (bias is not plan.bias or bias.data_ptr() != plan.b_ptr):
+        plan.bias, plan.b_ptr, plan.b = bias, bias.data_ptr(), _native.view(bias)
+    stride = input.stride()
+    if stride != plan.x_stride:
+        plan.x_stride, plan.fmt = stride, _native.memory_format(input, weight)
+    try:
+        return _eager.conv_transpose(input, weight, bias, plan.call, plan.fmt, plan.w,
+                                     None if bias is None else plan.b)
+    except (ValueError, TypeError) as exc:
+        raise _functional._torch_error(_functional._CT_NAMES[nsp], exc) from None
+
+
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
