@@ -3,23 +3,30 @@
     python benchmarks/layer_overhead.py [--rounds 15] [--threads 1] [--out docs/benchmarks/<name>.md]
 
 For tiny ``ConvTranspose1d/2d/3d(8, 8, 2, stride=2)`` layers on a (1, 8, 4, ...) input
-(oneDNN's work a few microseconds), each of these is timed in interleaved rounds
-(the best round's per-call time, as the suite reports; medians beside):
+(oneDNN's work a few microseconds), in interleaved rounds (the best round's per-call
+time, as the suite reports):
 
-* the layer's forward with autograd recording (input and parameters require grad),
-  and under ``torch.no_grad()``;
-* ``y.backward(g)`` of that forward (input, weight and bias gradients);
-* oneDNN alone: the compiled calls the layer runs (ConvTranspose; the backward's
-  ConvTransposeBackwardData, ConvTransposeBackwardWeights and the bias sum), each run
-  through its native ``DirectCall`` on preallocated NumPy arrays: oneDNN's execute and
-  the package's C++ checks, nothing of Python;
-* autograd alone: a do-nothing ``torch.autograd.Function`` taking the same tensors and
-  returning preallocated results, forward and backward: the cost of any Python layer's
-  autograd node in PyTorch, which no package can avoid;
+* ``forward``: ``layer(x)`` with autograd recording (input and parameters require grad),
+  and ``no grad`` under ``torch.no_grad()``;
+* ``backward``: ``y.backward(g)`` of that forward (input, weight and bias gradients),
+  and ``in backward()``: the time inside the layer's autograd ``backward`` alone;
+* ``oneDNN``: the time inside the native calls the layer ran (the op; ConvTransposeBackward-
+  Data, ConvTransposeBackwardWeights and the bias sum), measured in the same calls
+  (oneDNN's execute and the package's C++ checks, in place, caches as the layer leaves
+  them);
+* ``autograd``: a do-nothing ``torch.autograd.Function`` over the same tensors returning
+  preallocated results: the cost of any Python layer's autograd node in PyTorch
+  (recording it, and running backward around it), which no package avoids;
+* ``module call``: ``torch.nn.Identity()(x)``, what ``torch.nn.Module.__call__`` costs any
+  layer (its hooks' bookkeeping), torch.nn's own included;
 * ``torch.nn``'s layer, for scale.
 
-"Python in front of oneDNN" is the layer's time minus oneDNN alone minus autograd
-alone (the no-grad forward has no autograd node): what the package's Python adds.
+The package's Python in front of oneDNN is, per forward, ``forward - oneDNN - autograd -
+module call`` (without autograd: ``no grad - oneDNN - module call``), and per backward
+``in backward() - oneDNN``; the
+rest of a backward is PyTorch's (``backward - in backward() - autograd``: its engine
+around the node, slower beside oneDNN's kernels than beside a node that computes
+nothing). The targets: 10 us a forward, 20 us a backward.
 """
 
 from __future__ import annotations
@@ -29,15 +36,14 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-import numpy as np
 import torch
 
 import onednn_graph as og
 import onednn_graph.torch as ot
-from onednn_graph._impl import compiled as _compiled, version as _version
-from onednn_graph.torch import _channel_sum
+from onednn_graph._impl import version as _version
+from onednn_graph.torch import _eager, _layer
 
 
 class _Null(torch.autograd.Function):
@@ -55,69 +61,105 @@ class _Null(torch.autograd.Function):
         return (*ctx.grads, None, None)
 
 
-def _prepared(kind: str):  # type: ignore[no-untyped-def]
-    """The cached call of `kind` the layer ran (the cache holds only this layer's)."""
-    for prepared in _compiled.CACHE.values():
-        if getattr(prepared, "op", None) is not None and prepared.op.kind == kind:
-            return prepared
-    raise LookupError(kind)
+class _Clock:
+    """Nanoseconds spent inside wrapped callables, summed."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any) -> Any:
+            start = time.perf_counter_ns()
+            try:
+                return fn(*args)
+            finally:
+                self.ns += time.perf_counter_ns() - start
+        return timed
 
 
-def _timers(nsp: int) -> dict[str, Callable[[], object]]:
+class _TimedCall:
+    """A native call (``DirectCall`` or compiled sum) whose time a clock counts."""
+
+    def __init__(self, call: Any, clock: _Clock) -> None:
+        self.call, self.clock = call, clock
+
+    def __call__(self, *args: Any) -> Any:
+        start = time.perf_counter_ns()
+        try:
+            return self.call(*args)
+        finally:
+            self.clock.ns += time.perf_counter_ns() - start
+
+    def run(self, *args: Any) -> Any:
+        start = time.perf_counter_ns()
+        try:
+            return self.call.run(*args)
+        finally:
+            self.clock.ns += time.perf_counter_ns() - start
+
+
+def _per_call(fn: Callable[[], object], clocks: list[_Clock], grad: bool,
+              calls: int) -> tuple[float, ...]:
+    """Microseconds per call of `fn` (with autograd recording or not), and of each clock's
+    share, over `calls` calls."""
+    for c in clocks:
+        c.ns = 0
+    with torch.set_grad_enabled(grad):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        total = (time.perf_counter() - start) / calls * 1e6
+    return (total, *(c.ns / calls / 1e3 for c in clocks))
+
+
+def measure(nsp: int, rounds: int, calls: int) -> dict[str, float]:
+    """Microseconds per call (the best round of each), in interleaved rounds."""
     torch.manual_seed(0)
     ours = getattr(ot, f"ConvTranspose{nsp}d")(8, 8, 2, stride=2)
     theirs = getattr(torch.nn, f"ConvTranspose{nsp}d")(8, 8, 2, stride=2)
     x = torch.randn(1, 8, *[4] * nsp, requires_grad=True)
-    og.cache.clear_cache()
     y = ours(x)
     g = torch.randn(y.shape)
-    y.backward(g, retain_graph=True)  # compiles the backward's calls
+    y.backward(g, retain_graph=True)  # compiles the gradients; the layer's runner holds them
+    runner = _layer._plans[id(ours)][1].runner
+    fwd_clock, bwd_clock, body_clock = _Clock(), _Clock(), _Clock()
+    runner.forward = _TimedCall(runner.forward, fwd_clock)
+    for slot in ("backward_data", "backward_weights", "bias_sum"):
+        setattr(runner, slot, _TimedCall(getattr(runner, slot), bwd_clock))
+    real_backward = _eager._Function.backward
+    _eager._Function.backward = staticmethod(body_clock.wrap(real_backward))
     y_theirs = theirs(x)
-    stream = _compiled.stream()
-    a = [t.detach().numpy() for t in (x, ours.weight, ours.bias, y, g)]
-    xv, wv, bv, yv, gv = a
-    gx, gw, gb = np.empty(xv.shape, np.float32), np.empty(wv.shape, np.float32), np.empty(8, np.float32)
-    fwd, bwd_data, bwd_weights = (_prepared(k).direct for k in (
-        "ConvTranspose", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights"))
-    bias_sum = _channel_sum._sums[(gv.shape, gv.strides, gv.dtype)]
     out, grads = torch.empty(y.shape), (torch.empty(x.shape), torch.empty(ours.weight.shape),
                                         torch.empty(8))
     y_null = _Null.apply(x, ours.weight, ours.bias, out, grads)
 
-    def no_grad() -> object:
-        with torch.no_grad():
-            return ours(x)
-
-    return {
-        "forward": lambda: ours(x),
-        "forward, no grad": no_grad,
-        "backward": lambda: y.backward(g, retain_graph=True),
-        "oneDNN forward": lambda: fwd.run(stream, (xv, wv, bv), yv),
-        "oneDNN backward": lambda: (bwd_data.run(stream, (gv, wv), gx),
-                                    bwd_weights.run(stream, (xv, gv), gw), bias_sum(gv, gb)),
-        "autograd forward": lambda: _Null.apply(x, ours.weight, ours.bias, out, grads),
-        "autograd backward": lambda: y_null.backward(g, retain_graph=True),
-        "torch.nn forward": lambda: theirs(x),
-        "torch.nn backward": lambda: y_theirs.backward(g, retain_graph=True),
+    identity = torch.nn.Identity()
+    timers: dict[str, tuple[Callable[[], object], list[_Clock], bool]] = {
+        "forward": (lambda: ours(x), [fwd_clock], True),
+        "no grad": (lambda: ours(x), [fwd_clock], False),
+        "backward": (lambda: y.backward(g, retain_graph=True), [bwd_clock, body_clock], True),
+        "autograd forward": (lambda: _Null.apply(x, ours.weight, ours.bias, out, grads), [], True),
+        "autograd backward": (lambda: y_null.backward(g, retain_graph=True), [], True),
+        "module call": (lambda: identity(x), [], True),
+        "torch.nn forward": (lambda: theirs(x), [], True),
+        "torch.nn backward": (lambda: y_theirs.backward(g, retain_graph=True), [], True),
     }
-
-
-def measure(nsp: int, rounds: int, calls: int) -> dict[str, tuple[float, float]]:
-    """(best, median) microseconds per call of each timer, in interleaved rounds."""
-    timers = _timers(nsp)
-    times: dict[str, list[float]] = {k: [] for k in timers}
-    for fn in timers.values():  # warm up
-        for _ in range(50):
-            fn()
-    names = list(timers)
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
-            fn = timers[name]
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            times[name].append((time.perf_counter() - start) / calls * 1e6)
-    return {k: (min(v), statistics.median(v)) for k, v in times.items()}
+    best: dict[str, tuple[float, ...]] = {}
+    try:
+        names = list(timers)
+        for r in range(rounds + 1):  # the first round warms up
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                got = _per_call(*timers[name], calls)
+                if r and (name not in best or got[0] < best[name][0]):
+                    best[name] = got
+    finally:
+        _eager._Function.backward = real_backward
+    return {"forward": best["forward"][0], "oneDNN forward": best["forward"][1],
+            "no grad": best["no grad"][0], "oneDNN no grad": best["no grad"][1],
+            "backward": best["backward"][0], "oneDNN backward": best["backward"][1],
+            "in backward()": best["backward"][2],
+            **{k: best[k][0] for k in ("autograd forward", "autograd backward", "module call",
+                                       "torch.nn forward", "torch.nn backward")}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,35 +173,41 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for nsp in (1, 2, 3):
         t = measure(nsp, args.rounds, args.calls)
-        best = {k: v[0] for k, v in t.items()}
-        fwd = best["forward"] - best["oneDNN forward"] - best["autograd forward"]
-        inf = best["forward, no grad"] - best["oneDNN forward"]
-        bwd = best["backward"] - best["oneDNN backward"] - best["autograd backward"]
-        rows.append((nsp, best, fwd, inf, bwd))
-        print(f"{nsp}d: Python forward {fwd:.1f} us, no grad {inf:.1f} us, backward {bwd:.1f} us",
-              file=sys.stderr)
+        python = {"forward": t["forward"] - t["oneDNN forward"] - t["autograd forward"]
+                  - t["module call"],
+                  "no grad": t["no grad"] - t["oneDNN no grad"] - t["module call"],
+                  "backward": t["in backward()"] - t["oneDNN backward"],
+                  "engine": t["backward"] - t["in backward()"] - t["autograd backward"]}
+        rows.append((nsp, t, python))
+        print(f"{nsp}d: Python forward {python['forward']:.1f} us, no grad {python['no grad']:.1f} "
+              f"us, backward {python['backward']:.1f} us", file=sys.stderr)
     v = og.system.onednn_version()
     lines = [
         f"`python benchmarks/layer_overhead.py --rounds {args.rounds} --threads {args.threads}` on "
-        f"{_version.cpu_model()}, CPU ISA {og.system.cpu_isa()}; oneDNN {v.major}.{v.minor}.{v.patch}, "
-        f"PyTorch {torch.__version__}; {args.threads} thread(s); best of {args.rounds} interleaved "
-        f"rounds of {args.calls} calls, microseconds per call.",
+        f"{_version.cpu_model()} (oneDNN ISA {og.system.cpu_isa()}), oneDNN "
+        f"{v.major}.{v.minor}.{v.patch}, PyTorch {torch.__version__}, {args.threads} thread(s): "
+        f"best of {args.rounds} interleaved rounds of {args.calls} calls, microseconds per call.",
         "",
-        "Layer: `ConvTranspose{1,2,3}d(8, 8, 2, stride=2)` on (1, 8, 4, ...). Python = the "
-        "layer's time minus oneDNN alone minus autograd alone (target: 10 us forward, 20 us "
-        "backward).",
+        "Layer `ConvTranspose{1,2,3}d(8, 8, 2, stride=2)` on (1, 8, 4, ...). **Python** is the "
+        "package's: forward - oneDNN - autograd - module call (no grad: - oneDNN - module call), "
+        "backward: the time in the "
+        "layer's backward() - oneDNN in it. *Engine* is PyTorch's around the node beyond a "
+        "do-nothing node's (backward - in backward() - autograd). Targets: 10 us a forward, "
+        "20 us a backward.",
         "",
-        "| layer | forward | no grad | backward | oneDNN fwd / bwd | autograd fwd / bwd | "
-        "torch.nn fwd / bwd | **Python fwd** | **Python no grad** | **Python bwd** |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| layer | forward (oneDNN) | no grad (oneDNN) | backward (in backward(); oneDNN) | "
+        "autograd fwd / bwd | module call | torch.nn fwd / bwd | **Python fwd** | "
+        "**Python no grad** | **Python bwd** | *engine* |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for nsp, b, fwd, inf, bwd in rows:
+    for nsp, t, p in rows:
         lines.append(
-            f"| {nsp}-D | {b['forward']:.1f} | {b['forward, no grad']:.1f} | {b['backward']:.1f} | "
-            f"{b['oneDNN forward']:.1f} / {b['oneDNN backward']:.1f} | "
-            f"{b['autograd forward']:.1f} / {b['autograd backward']:.1f} | "
-            f"{b['torch.nn forward']:.1f} / {b['torch.nn backward']:.1f} | **{fwd:.1f}** | "
-            f"**{inf:.1f}** | **{bwd:.1f}** |")
+            f"| {nsp}-D | {t['forward']:.1f} ({t['oneDNN forward']:.1f}) | {t['no grad']:.1f} "
+            f"({t['oneDNN no grad']:.1f}) | {t['backward']:.1f} ({t['in backward()']:.1f}; "
+            f"{t['oneDNN backward']:.1f}) | {t['autograd forward']:.1f} / "
+            f"{t['autograd backward']:.1f} | {t['module call']:.1f} | {t['torch.nn forward']:.1f} / "
+            f"{t['torch.nn backward']:.1f} | **{p['forward']:.1f}** | **{p['no grad']:.1f}** | "
+            f"**{p['backward']:.1f}** | *{p['engine']:.1f}* |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

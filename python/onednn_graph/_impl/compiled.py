@@ -236,13 +236,22 @@ def cached_ops() -> list[Any]:
     return CACHE.ops()
 
 
+#: Counts clear_cache and set_cache_capacity calls: a caller that keeps a cached call's
+#: native runner beside the cache (onednn_graph.torch's layers) drops it when this moves.
+generation = 0
+
+
 def clear_cache() -> None:
     """Drop every compiled call the functional API keeps (single-op and fused), and
     zero the statistics."""
+    global generation
     CACHE.clear()
+    generation += 1
 
 
 def set_cache_capacity(capacity: int) -> None:
     """Keep at most `capacity` compiled calls, single-op and fused together (least
     recently used go first, of either kind; 0 disables)."""
+    global generation
     CACHE.capacity = capacity
+    generation += 1

@@ -28,7 +28,7 @@ import numpy as np
 from .. import graph as _graph
 from .._impl import arrays as _arrays, compiled as _compiled
 
-__all__ = ["channel_sum"]
+__all__ = ["channel_sum", "summer"]
 
 
 def _strided(shape: Sequence[int], strides: Sequence[int]) -> np.ndarray:
@@ -112,18 +112,23 @@ _sums: dict = {}
 _sums_lock = threading.Lock()
 
 
+def summer(name: str, values: np.ndarray) -> _Sum:
+    """The compiled sum for arrays laid out as `values` (found, or compiled and kept)."""
+    compiled = _sums.get((values.shape, values.strides, values.dtype))  # (a dict read: atomic)
+    if compiled is None:
+        array = _arrays.as_input(name, values)  # the dtype checked
+        key = (array.shape, tuple(_arrays.element_strides(array)), _arrays.dtype_name(array.dtype))
+        with _sums_lock:
+            compiled = _sums.get((values.shape, values.strides, values.dtype))
+            if compiled is None:
+                compiled = _sums[(values.shape, values.strides, values.dtype)] = _Sum(*key)
+    return compiled
+
+
 def channel_sum(name: str, values: Any, out: np.ndarray) -> None:
     """Write the sum of `values` (N, C, *X) over every axis but 1 into `out` (C,)."""
-    array = values if type(values) is np.ndarray else _arrays.as_input(name, values)
+    array = _arrays.as_input(name, values)  # copied where oneDNN cannot read it
     if array.size == 0:
         out[...] = 0  # nothing to sum: fixed by the shape alone
         return
-    compiled = _sums.get((array.shape, array.strides, array.dtype))  # (a dict read: atomic)
-    if compiled is None:
-        array = _arrays.as_input(name, array)  # the dtype checked; copied where oneDNN cannot read it
-        key = (array.shape, tuple(_arrays.element_strides(array)), _arrays.dtype_name(array.dtype))
-        with _sums_lock:
-            compiled = _sums.get((array.shape, array.strides, array.dtype))
-            if compiled is None:
-                compiled = _sums[(array.shape, array.strides, array.dtype)] = _Sum(*key)
-    compiled(array, out)
+    summer(name, array)(array, out)

@@ -24,8 +24,8 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 import torch
 
-from . import _library, _native
-from .._impl import registry as _registry
+from . import _channel_sum, _library, _native
+from .._impl import compiled as _compiled, registry as _registry
 
 __all__ = ["Call", "conv_transpose"]
 
@@ -57,34 +57,68 @@ def make_call(attrs: tuple, out_shape: tuple, input_shape: tuple, weight_shape: 
     return Call(attrs, out_shape, values, values + (tuple(weight_shape),), empty)
 
 
+class Runner:
+    """How a call's tensors reach oneDNN, kept by a layer between calls (``_layer``) while
+    its input's strides and its parameters' memory stay: the result's memory format and
+    strides, NumPy views of weight and bias, and the native calls (``DirectCall``) that
+    ran the op and each gradient last, which the next call runs directly (None: not yet,
+    or none; one that refuses the arrays is replaced through the functional API)."""
+
+    __slots__ = ("fmt", "out_strides", "w", "b", "forward", "backward_data", "backward_weights",
+                 "bias_sum", "generation")
+
+    def __init__(self, call: Call, fmt: torch.memory_format, w: np.ndarray,
+                 b: Optional[np.ndarray]) -> None:
+        self.fmt, self.w, self.b = fmt, w, b
+        self.out_strides = _native.dense_strides(call.out_shape, fmt)
+        self.forward = self.backward_data = self.backward_weights = None
+        self.bias_sum: Any = None  # the compiled sum of the result's gradient (_channel_sum)
+        self.generation = _compiled.generation  # the cache's: cleared, these go too
+
+    def run(self, slot: str, kind: str, arrays: tuple, target: np.ndarray, values: tuple) -> None:
+        """`kind` on `arrays` into `target` by the native call in `slot`, or by the
+        functional API (which then fills the slot)."""
+        direct = getattr(self, slot)
+        if direct is not None and self.generation == _compiled.generation \
+                and direct.run(_compiled.stream(), arrays, target) is not None:
+            return
+        if self.generation != _compiled.generation:
+            self.forward = self.backward_data = self.backward_weights = None
+            self.generation = _compiled.generation
+        setattr(self, slot, _native.runner(kind, arrays, target, values))
+
+    def run_forward(self, input: torch.Tensor, call: Call) -> tuple:
+        """The op on `input`: its new result, and the view of `input` oneDNN read (``run``
+        written out: a layer's forward calls it every time)."""
+        out, target = _native.result_strided(call.out_shape, self.out_strides, input.dtype)
+        x = _native.view(input)
+        arrays = (x, self.w) if self.b is None else (x, self.w, self.b)
+        direct = self.forward
+        if direct is None or self.generation != _compiled.generation \
+                or direct.run(_compiled.stream(), arrays, target) is None:
+            self.run("forward", _CT, arrays, target, call.values)
+        return out, x
+
+
 def conv_transpose(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-                   call: Call, fmt: Optional[torch.memory_format] = None,
-                   w: Optional[np.ndarray] = None, b: Optional[np.ndarray] = None) -> torch.Tensor:
-    """ConvTranspose of a checked `call` on (batched) `input`, by the path it allows.
-    A layer that keeps them (``_layer``) hands over the result's memory format `fmt` and
-    the views `w` and `b` of its weight and bias."""
+                   call: Call) -> torch.Tensor:
+    """ConvTranspose of a checked `call` on (batched) `input`, by the path it allows."""
     if not _library.untraced(input, weight, bias) or call.empty:
         # traced, or nothing to sum: the registered op (which knows the geometry's answer)
         return _library.conv_transpose(input, weight, bias, *call.attrs)
-    if fmt is None:
-        fmt = _native.memory_format(input, weight)
-    if w is None:
-        w = _native.view(weight)
-    if b is None and bias is not None:
-        b = _native.view(bias)
+    return run(input, weight, bias, call, Runner(
+        call, _native.memory_format(input, weight), _native.view(weight),
+        None if bias is None else _native.view(bias)))
+
+
+def run(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], call: Call,
+        runner: Runner) -> torch.Tensor:
+    """``conv_transpose`` of an untraced call with something to sum, with `runner` (made for
+    these tensors' layouts; a layer keeps its own between calls)."""
     if torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad
                                     or (bias is not None and bias.requires_grad)):
-        return _apply(input, weight, bias, call, fmt, w, b)
-    return _forward(input, call, fmt, w, b)[0]
-
-
-def _forward(input: torch.Tensor, call: Call, fmt: torch.memory_format, w: np.ndarray,
-             b: Optional[np.ndarray]) -> tuple:
-    """The result (in `fmt`) and the view of `input` oneDNN read, with weights `w`, bias `b`."""
-    out, target = _native.result(call.out_shape, input.dtype, fmt)
-    x = _native.view(input)
-    _native.run(_CT, (x, w) if b is None else (x, w, b), target, call.values)
-    return out, x
+        return _apply(input, weight, bias, call, runner)
+    return runner.run_forward(input, call)[0]
 
 
 class _Function(torch.autograd.Function):
@@ -93,32 +127,36 @@ class _Function(torch.autograd.Function):
     ``inspect`` on every call, about 40 us (measured on a Zen 4)."""
 
     @staticmethod
-    def forward(ctx, input, weight, bias, call, fmt, w, b):  # type: ignore[no-untyped-def]
-        out, ctx.x = _forward(input, call, fmt, w, b)
+    def forward(ctx, input, weight, bias, call, runner):  # type: ignore[no-untyped-def]
+        out, ctx.x = runner.run_forward(input, call)
         ctx.save_for_backward(input, weight)  # (unpacked in backward: autograd's in-place check)
-        ctx.call, ctx.fmt, ctx.w, ctx.had_bias = call, fmt, w, bias is not None
+        ctx.call, ctx.runner, ctx.bias, ctx.had_bias = call, runner, bias, bias is not None
         return out
 
     @staticmethod
     def backward(ctx, grad):  # type: ignore[no-untyped-def]
         input, weight = ctx.saved_tensors
-        call, need = ctx.call, ctx.needs_input_grad
+        call, need, runner = ctx.call, ctx.needs_input_grad, ctx.runner
         if torch.is_grad_enabled() or not _library.untraced(grad):
             # create_graph: the registered ops, whose gradients autograd then records
             return _library.conv_transpose_grads(input, weight, grad, call.attrs, need,
-                                                 ctx.had_bias) + (None,) * 4
-        grad = grad.contiguous(memory_format=ctx.fmt)  # PyTorch's convolutions do the same
+                                                 ctx.had_bias) + (None, None)
+        grad = grad.contiguous(memory_format=runner.fmt)  # PyTorch's convolutions do the same
         g = _native.view(grad)
         gx = gw = gb = None
         if need[0]:
-            gx, target = _native.result(input.shape, grad.dtype, ctx.fmt)
-            _native.run(_CTBD, (g, ctx.w), target, call.values)
+            gx = torch.empty_like(input, memory_format=runner.fmt)
+            runner.run("backward_data", _CTBD, (g, runner.w), _native.view(gx), call.values)
         if need[1]:
-            gw, target = _native.result(weight.shape, grad.dtype, torch.contiguous_format)
-            _native.run(_CTBW, (ctx.x, g), target, call.weights_values)
+            gw = torch.empty_like(weight, memory_format=torch.contiguous_format)
+            runner.run("backward_weights", _CTBW, (ctx.x, g), _native.view(gw),
+                       call.weights_values)
         if ctx.had_bias and need[2]:
-            gb = _native.bias_grad(grad, g)
-        return gx, gw, gb, None, None, None, None
+            gb = torch.empty_like(ctx.bias, memory_format=torch.contiguous_format)
+            if runner.bias_sum is None:
+                runner.bias_sum = _channel_sum.summer("grad_output", g)
+            runner.bias_sum(g, _native.view(gb))
+        return gx, gw, gb, None, None
 
 
 def _apply_of(function: Any) -> Any:

@@ -8,10 +8,11 @@ package's layers this keeps, beside the layer (never in it: its ``__dict__``,
   valid while the input's shape and dtype, the parameters' shapes and dtypes and the
   layer's attributes are the same (compared each call: a layer whose ``stride`` is
   changed is checked again);
-* NumPy views of its weight and bias, valid while they are the same tensors over the
+* how its tensors reach oneDNN (``_eager.Runner``: the result's memory format, NumPy
+  views of weight and bias, the native calls of the op and its gradients), valid while
+  the input's strides are the same and the weight and bias the same tensors over the
   same memory (an optimizer's in-place update keeps both; ``param.data = ...`` or a
-  parametrization's freshly computed weight does not, and gets a new view);
-* the result's memory format, valid while the input's strides are the same.
+  parametrization's freshly computed weight does not, and gets a new runner).
 
 Where a call is traced, cast by autocast or unbatched, it takes ``functional``'s path
 (as does a call given ``output_size``, in ``modules``).
@@ -33,16 +34,14 @@ __all__ = ["forward"]
 class _Plan:
     """What one layer's last call settled (see the module's docstring)."""
 
-    __slots__ = ("key", "call", "weight", "w_ptr", "w", "bias", "b_ptr", "b", "x_stride", "fmt")
+    __slots__ = ("key", "call", "weight", "w_ptr", "bias", "b_ptr", "x_stride", "runner")
 
     def __init__(self, key: tuple, call: _eager.Call) -> None:
         self.key, self.call = key, call
         self.weight: Any = None
         self.bias: Any = None
-        self.w: Any = None
-        self.b: Any = None
         self.x_stride: Any = None
-        self.fmt: Any = None
+        self.runner: Optional[_eager.Runner] = None
         self.w_ptr = self.b_ptr = 0
 
 
@@ -87,17 +86,21 @@ def forward(layer: Any, input: torch.Tensor) -> torch.Tensor:
            layer.stride, layer.padding, layer.output_padding, layer.dilation, layer.groups)
     plan = _plan_of(layer, key, (nsp, *key[:6], layer.stride, layer.padding,
                                  layer.output_padding, layer.groups, layer.dilation))
-    if weight is not plan.weight or weight.data_ptr() != plan.w_ptr:
-        plan.weight, plan.w_ptr, plan.w = weight, weight.data_ptr(), _native.view(weight)
-        plan.x_stride = None  # the memory format follows the weight's strides too
-    if bias is not None and (bias is not plan.bias or bias.data_ptr() != plan.b_ptr):
-        plan.bias, plan.b_ptr, plan.b = bias, bias.data_ptr(), _native.view(bias)
+    if plan.call.empty:  # nothing to sum: the registered op knows the geometry's answer
+        return _library.conv_transpose(input, weight, bias, *plan.call.attrs)
+    # The runner: while the input's strides and the parameters' memory stay
     stride = input.stride()
-    if stride != plan.x_stride:
-        plan.x_stride, plan.fmt = stride, _native.memory_format(input, weight)
+    runner = plan.runner
+    if (runner is None or stride != plan.x_stride or weight is not plan.weight
+            or weight.data_ptr() != plan.w_ptr or bias is not plan.bias
+            or (bias is not None and bias.data_ptr() != plan.b_ptr)):
+        runner = plan.runner = _eager.Runner(plan.call, _native.memory_format(input, weight),
+                                             _native.view(weight),
+                                             None if bias is None else _native.view(bias))
+        plan.x_stride, plan.weight, plan.w_ptr = stride, weight, weight.data_ptr()
+        plan.bias, plan.b_ptr = bias, 0 if bias is None else bias.data_ptr()
     try:
-        return _eager.conv_transpose(input, weight, bias, plan.call, plan.fmt, plan.w,
-                                     None if bias is None else plan.b)
+        return _eager.run(input, weight, bias, plan.call, runner)
     except (ValueError, TypeError) as exc:
         raise _functional._torch_error(_functional._CT_NAMES[nsp], exc) from None
 

@@ -24,8 +24,8 @@ import numpy as np
 import torch
 from torch import _prims_common  # suggest_memory_format: Tensor.suggest_memory_format's rule
 
-from .. import ops as _ops, shapes
-from .._impl import arrays as _arrays, registry as _registry
+from .. import _core, ops as _ops, shapes
+from .._impl import arrays as _arrays, compiled as _compiled, registry as _registry
 from ._channel_sum import channel_sum
 
 __all__ = ["memory_format", "conv_transpose_shape", "conv_transpose",
@@ -117,6 +117,36 @@ def run(kind: str, arrays: tuple, target: np.ndarray, values: tuple) -> None:
     _ops.call_in_order(kind, arrays, target, values)
 
 
+def runner(kind: str, arrays: tuple, target: np.ndarray, values: tuple) -> Any:
+    """``run``, and the native call that ran it from the one call cache (a
+    ``DirectCall``), for a caller that runs the same arrays' layouts again; None where
+    the call has none (one the package crops, permutes or copies for)."""
+    run(kind, arrays, target, values)
+    key = _core.call_signature(kind, arrays, target, values)
+    prepared = _compiled.CACHE.lookup(key) if key is not None else None
+    return getattr(prepared, "direct", None)
+
+
+def dense_strides(shape: Sequence[int], fmt: torch.memory_format) -> tuple:
+    """The strides of a dense tensor of `shape` in memory format `fmt`."""
+    order = list(range(len(shape)))  # outermost first
+    if fmt != torch.contiguous_format:
+        order = [0, *range(2, len(shape)), 1]  # channels last
+    strides, step = [0] * len(shape), 1
+    for axis in reversed(order):
+        strides[axis] = step
+        step *= max(int(shape[axis]), 1)
+    return tuple(strides)
+
+
+def result_strided(shape: Sequence[Any], strides: Sequence[int],
+                   dtype: torch.dtype) -> tuple[torch.Tensor, np.ndarray]:
+    """``result`` for a caller that knows the result's strides (``dense_strides``)."""
+    out = torch.empty_strided(shape, strides, dtype=dtype)
+    return out, (out.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+                 if dtype == torch.bfloat16 else out.numpy())
+
+
 def _has_no_elements(*tensors: torch.Tensor) -> bool:
     """Whether an op's sums run over nothing (an empty batch, say): oneDNN takes no
     zero-size dimension, and the result is then the geometry's alone: empty, or zeros."""
@@ -195,11 +225,10 @@ def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
     return out
 
 
-def bias_grad(grad_output: torch.Tensor, values: Optional[np.ndarray] = None) -> torch.Tensor:
-    """The gradient of a bias added along axis 1: the sum of `grad_output` over the other
-    axes; `values` its view where the caller has one."""
+def bias_grad(grad_output: torch.Tensor) -> torch.Tensor:
+    """The gradient of a bias added along axis 1: the sum of `grad_output` over the other axes."""
     out, target = result((grad_output.shape[1],), grad_output.dtype, torch.contiguous_format)
-    channel_sum("grad_output", view(grad_output) if values is None else values, target)
+    channel_sum("grad_output", view(grad_output), target)
     return out
 
 
