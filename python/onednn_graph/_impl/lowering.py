@@ -69,6 +69,8 @@ ran that form faster on nearly every shape measured on the CPU family at hand.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -251,7 +253,8 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     stride-1 op with few output channels, the Convolution that computes several
     positions per channel (``packed_way``)."""
     ways = _rewrites(plan, input_shapes, chosen, why)
-    for way in (matmul_way(plan, input_shapes, chosen, why), packed_way(plan, input_shapes, chosen, why),
+    matmul = None if _bias_along_rows(plan, input_shapes) else matmul_way(plan, input_shapes, chosen, why)
+    for way in (matmul, packed_way(plan, input_shapes, chosen, why),
                 polyphase_way(plan, input_shapes, chosen, why)):
         if way is not None:
             ways.append(way)
@@ -262,6 +265,17 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
 #: describe the op it computes), and its ``lowering``.
 MATMUL = "MatMul"
 AS_MATMUL = "one MatMul (kernel == stride: no two windows overlap)"
+
+
+def _bias_along_rows(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> bool:
+    """Whether the MatMul would take a bias along its rows: ConvTranspose with a bias, in
+    NCX, where the MatMul runs one matrix per sample with the channels as rows
+    (``_impl.matmul_form.orientation``). oneDNN 3.2's MatMul runs a bias along rows on its
+    reference kernel (``ref:any``): 14-155 ms where the native op takes 0.07-0.54 ms
+    (2-D, kernel 2 and 4, 3-16 channels, measured on AMD Zen 4, natively and capped at
+    AVX2). Neither the default nor tuning offers the MatMul there."""
+    return plan.attrs.kind == _registry.CONV_TRANSPOSE and len(input_shapes) > 2 \
+        and plan.attrs.data_format == "NCX"
 
 
 def windows_apart(kind: str, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
@@ -466,11 +480,14 @@ F32_DATA_AS_CONVOLUTION: frozenset[tuple[tuple[int, int], str]] = frozenset({((3
 
 #: (oneDNN version, ISA) pairs where ConvTranspose and ConvolutionBackwardData with kernel
 #: == stride (no pads, dilation 1) and fewer than ``MATMUL_BELOW_CHANNELS`` output
-#: channels per group run in f32 as one MatMul (``_impl.matmul_form``): measured on
-#: AMD Zen 4, natively and capped at AVX2 (``preferred`` has the figures).
+#: channels per group run in f32 as one MatMul (``_impl.matmul_form``), in NCX (not with
+#: a bias: ``_bias_along_rows``) or with more than ``MATMUL_NXC_ABOVE_POSITIONS`` kernel
+#: positions: measured on AMD Zen 4, natively and capped at AVX2 (``preferred`` has the
+#: figures).
 MATMUL_FEW_CHANNELS: frozenset[tuple[tuple[int, int], str]] = frozenset({
     ((3, 2), "avx512_core_bf16"), ((3, 2), "avx2")})
-MATMUL_BELOW_CHANNELS = 16
+MATMUL_BELOW_CHANNELS = 4
+MATMUL_NXC_ABOVE_POSITIONS = 4
 #: (oneDNN version, ISA) pairs where channels-last ConvTranspose and
 #: ConvolutionBackwardData with kernel == stride == 2 on every axis and at least
 #: ``MATMUL_WIDE_FROM_CHANNELS`` output channels per group (U-Net's up-convolution) run
@@ -540,14 +557,19 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       0.92-0.95x.
 
     * ConvTranspose and ConvolutionBackwardData with kernel == stride (no pads,
-      dilation 1), fewer than 16 output channels per group, from 1 MFLOP, as one
-      MatMul (``matmul_way``; its product runs in f32 whatever the dtype) on AMD Zen 4,
-      natively and capped at AVX2 (``MATMUL_FEW_CHANNELS``): natively in f32
-      0.13-0.50x the native time in NXC and 0.16-0.56x in NCX on all 5 such shapes
-      (ViT-B/16 and ConvNeXt-T patch embeddings, 1-8 channels, kernels 2-16, 1-3
-      spatial axes), where 16-512 channels took 0.93-1.55x; bf16 and f16 0.14-0.79x
-      (the two patch embeddings). Capped at AVX2, f32: 0.22-0.79x on the same 5
-      shapes in both layouts; and in NXC with kernel 2 and 32-512 channels
+      dilation 1), at most 3 output channels per group, from 1 MFLOP, in NCX without a
+      bias or with more than 4 kernel positions, as one MatMul (``matmul_way``; its
+      product runs in f32 whatever the dtype) on AMD Zen 4, natively and capped at AVX2
+      (``MATMUL_FEW_CHANNELS``): natively in f32 0.13-0.50x the native time in NXC and
+      0.16-0.56x in NCX on all 5 such shapes (ViT-B/16 and ConvNeXt-T patch embeddings,
+      1-8 channels, kernels 2-16, 1-3 spatial axes), where 16-512 channels took
+      0.93-1.55x; bf16 and f16 0.14-0.79x (the two patch embeddings). Issue 37's sweep
+      (2-D, 1, 3 and 8 output channels, 8 and 64 input channels, kernels 2, 4 and 8, both
+      layouts, both ISAs) narrowed it: with 1-3 channels 0.21-0.79x except NXC kernel 2
+      (0.89-1.48x), with 8 channels 0.95-3.73x except kernel 8 (0.46-1.30x), 15 channels
+      1.02-1.57x; a bias in NCX lies along the MatMul's rows, which 3.2 runs on its
+      reference kernel (``_bias_along_rows``: 146-172x the native time). Capped at AVX2,
+      f32: 0.22-0.79x on the same 5 shapes in both layouts; and in NXC with kernel 2 and 32-512 channels
       (``MATMUL_WIDE_NXC``: U-Net-1, -2, -3D, a 512-channel decoder) 0.78-0.98x on all
       8 rows, where a 16-channel and two kernel-4 shapes took 1.01-1.15x. Its other uses
       (ConvTransposeBackwardData and -Weights, more channels) won on some shapes and
@@ -631,7 +653,9 @@ def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
         return None
     library = f"oneDNN {version[0]}.{version[1]}"
     per_group = channels // a.groups
-    if (version, isa) in MATMUL_FEW_CHANNELS and per_group < MATMUL_BELOW_CHANNELS:
+    if (version, isa) in MATMUL_FEW_CHANNELS and per_group < MATMUL_BELOW_CHANNELS \
+            and not _bias_along_rows(plan, input_shapes) \
+            and (a.data_format == "NCX" or math.prod(plan.kernel) > MATMUL_NXC_ABOVE_POSITIONS):
         return matmul_way(plan, input_shapes, chosen, f"faster on {library} for few output channels on {isa}")
     if (version, isa) in MATMUL_WIDE_NXC and a.data_format == "NXC" and all(k == 2 for k in plan.kernel) \
             and per_group >= MATMUL_WIDE_FROM_CHANNELS:
