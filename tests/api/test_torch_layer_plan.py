@@ -98,6 +98,34 @@ def test_a_parametrized_weight_is_computed_once_per_forward_as_in_torch_nn():
         assert reads == {"stock": 1, "ours": 1}
 
 
+class _Scaled(torch.nn.Module):
+    """A parametrization whose weight differs on every call (times 1, 2, 3, ...)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, w):
+        self.calls += 1
+        return w * self.calls
+
+
+def test_a_parametrized_layer_used_twice_gives_each_call_its_own_weight():
+    # a parametrization computes a new weight tensor on each call; the layer keeps its
+    # native calls and takes the new weight's view, and each call's backward the weight
+    # that call read
+    theirs, ours = _pair()
+    for m in (theirs, ours):
+        torch.nn.utils.parametrize.register_parametrization(m, "weight", _Scaled())
+    x = torch.randn(1, 8, 3, 3, requires_grad=True)
+    grads = []
+    for m in (theirs, ours):
+        first, second = m(x), m(x)  # weights w and 2w
+        grads.append(torch.autograd.grad((first.square() + second).sum(), [x, *m.parameters()]))
+    for a, b in zip(*grads):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
+
+
 def test_the_plan_stays_beside_the_layer_not_in_it():
     theirs, ours = _pair()
     ours(torch.randn(1, 8, 3, 3))

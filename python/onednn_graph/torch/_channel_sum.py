@@ -8,8 +8,9 @@ sum is gemm MatMuls instead (0.01 ms there), on strided views of the tensor, tim
 rows or columns of ones (data, not arithmetic):
 
 * where the batch and the spatial axes are one axis of uniform stride in memory (a
-  batch of one, or channels last), one MatMul: ``ones(1, R) @ V(R, C)``;
-* else two: ``V(N, C, M) @ ones(M, 1)``, then ``ones(1, N)`` times that ``(N, C)``.
+  batch of one, or channels last), one MatMul: ``V(C, R) @ ones(R, 1)``;
+* else two: ``V(N, C, M) @ ones(M, 1)``, then the transpose of that ``(N, C)`` times
+  ``ones(N, 1)``.
 
 bf16 and f16 keep ReduceSum, which accumulates in f32: a MatMul's ``(N, C)``
 intermediate would be rounded to the dtype (the Graph API's MatMul takes one dtype
@@ -57,31 +58,39 @@ class _Sum:
             self.reduce = partition.compile([self.src], [self.dst], _compiled.engine())
             return
         inner = strides[-1] if len(shape) > 2 else 1  # the spatial axes' one stride
-        meta = _compiled.meta
+        meta, f32 = _compiled.meta, np.dtype(np.float32)
+        # The tensor is each MatMul's first matrix, read as it lies; the ones are its second
+        # (oneDNN's "weights", which it reorders into blocks): constant, so reordered once
+        # and kept. The other way round the tensor was reordered on every call (0.8 ms for
+        # 8192 x 1 values, measured on a Zen 4, against 0.03 ms for the product).
         if n == 1 or strides[0] == m * inner:  # batch and space: R rows of one stride
             self.rows = (n * m, c)
             self.channels_last = (0, *range(2, len(shape)), 1)  # (N, *X, C): rows, then channels
-            view = _strided(self.rows, (inner, strides[1]))
-            self.ones = np.ones((1, n * m), np.float32)
-            op = _compiled.CompiledOp("MatMul", {}, "f32", [meta(self.ones), meta(view)],
-                                      meta(np.empty((1, c), np.float32)))
-            self.calls: tuple = (op.direct_call((1, c), np.dtype(np.float32)),)
+            columns = _strided((c, n * m), (strides[1], inner))  # (C, R): the values' transpose
+            op = _compiled.CompiledOp("MatMul", {}, "f32",
+                                      [meta(columns), meta(np.empty((n * m, 1), np.float32))],
+                                      meta(np.empty((c, 1), np.float32)),
+                                      constants={1: np.ones((n * m, 1), np.float32)})
+            self.ones = op.constants[1]
+            self.calls: tuple = (op.direct_call((c, 1), f32),)
             self.ops: tuple = (op,)  # the compiled partition, which the call holds too
             return
-        # (N, C, M) times a column of ones, then a row of ones times that (N, C): the
-        # intermediate is shared by the callers, hence the lock.
+        # (N, C, M) times a column of ones, then the (N, C) result's transpose times a
+        # column of ones: the intermediate is shared by the callers, hence the lock.
         self.data = (n, c, m)
         view = _strided(self.data, (strides[0], strides[1], inner))
-        self.ones_m, self.ones_n = np.ones((m, 1), np.float32), np.ones((1, n), np.float32)
         self.lock = threading.Lock()
         self.between = np.empty((n, c, 1), np.float32)
-        first = _compiled.CompiledOp("MatMul", {}, "f32", [meta(view), meta(self.ones_m)],
-                                     meta(self.between))
+        first = _compiled.CompiledOp("MatMul", {}, "f32",
+                                     [meta(view), meta(np.empty((m, 1), np.float32))],
+                                     meta(self.between), constants={1: np.ones((m, 1), np.float32)})
         second = _compiled.CompiledOp("MatMul", {}, "f32",
-                                      [meta(self.ones_n), meta(self.between[..., 0])],
-                                      meta(np.empty((1, c), np.float32)))
-        f32 = np.dtype(np.float32)
-        self.calls = (first.direct_call(self.between.shape, f32), second.direct_call((1, c), f32))
+                                      [meta(self.between[..., 0].T),
+                                       meta(np.empty((n, 1), np.float32))],
+                                      meta(np.empty((c, 1), np.float32)),
+                                      constants={1: np.ones((n, 1), np.float32)})
+        self.ones_m, self.ones_n = first.constants[1], second.constants[1]
+        self.calls = (first.direct_call(self.between.shape, f32), second.direct_call((c, 1), f32))
         self.ops = (first, second)
 
     def __call__(self, values: np.ndarray, out: np.ndarray) -> None:
@@ -92,13 +101,13 @@ class _Sum:
             return
         if len(self.calls) == 1:
             rows = values.transpose(self.channels_last).reshape(self.rows)  # a view: the axes collapse
-            ran = self.calls[0].run(stream, (self.ones, rows), out.reshape(1, -1))
+            ran = self.calls[0].run(stream, (rows.T, self.ones), out.reshape(-1, 1))
         else:
             with self.lock:
                 ran = self.calls[0].run(stream, (values.reshape(self.data), self.ones_m),
                                         self.between) is not None and \
-                    self.calls[1].run(stream, (self.ones_n, self.between[..., 0]),
-                                      out.reshape(1, -1))
+                    self.calls[1].run(stream, (self.between[..., 0].T, self.ones_n),
+                                      out.reshape(-1, 1))
         if ran is None or ran is False:  # the view it was compiled for, so never
             raise ValueError("channel_sum: oneDNN refused the arrays it was compiled for")
 

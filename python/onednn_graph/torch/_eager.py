@@ -58,11 +58,12 @@ def make_call(attrs: tuple, out_shape: tuple, input_shape: tuple, weight_shape: 
 
 
 class Runner:
-    """How a call's tensors reach oneDNN, kept by a layer between calls (``_layer``) while
-    its input's strides and its parameters' memory stay: the result's memory format and
-    strides, NumPy views of weight and bias, and the native calls (``DirectCall``) that
-    ran the op and each gradient last, which the next call runs directly (None: not yet,
-    or none; one that refuses the arrays is replaced through the functional API)."""
+    """How a call's tensors reach oneDNN, kept by a layer between calls (``_layer``): the
+    result's memory format and strides and the native calls (``DirectCall``) that ran the
+    op and each gradient last, which the next call runs directly (None: not yet, or none;
+    one that refuses the arrays is replaced through the functional API), valid while the
+    input's and the weight's layouts stay; and NumPy views of weight and bias, which the
+    layer replaces where those are other tensors."""
 
     __slots__ = ("fmt", "out_strides", "w", "b", "forward", "backward_data", "backward_weights",
                  "bias_sum", "generation")
@@ -130,7 +131,9 @@ class _Function(torch.autograd.Function):
     def forward(ctx, input, weight, bias, call, runner):  # type: ignore[no-untyped-def]
         out, ctx.x = runner.run_forward(input, call)
         ctx.save_for_backward(input, weight)  # (unpacked in backward: autograd's in-place check)
-        ctx.call, ctx.runner, ctx.bias, ctx.had_bias = call, runner, bias, bias is not None
+        # (the weight's view as this call read it: the layer's runner may take another's next)
+        ctx.call, ctx.runner, ctx.w = call, runner, runner.w
+        ctx.bias, ctx.had_bias = bias, bias is not None
         return out
 
     @staticmethod
@@ -146,7 +149,7 @@ class _Function(torch.autograd.Function):
         gx = gw = gb = None
         if need[0]:
             gx = torch.empty_like(input, memory_format=runner.fmt)
-            runner.run("backward_data", _CTBD, (g, runner.w), _native.view(gx), call.values)
+            runner.run("backward_data", _CTBD, (g, ctx.w), _native.view(gx), call.values)
         if need[1]:
             gw = torch.empty_like(weight, memory_format=torch.contiguous_format)
             runner.run("backward_weights", _CTBW, (ctx.x, g), _native.view(gw),

@@ -8,11 +8,11 @@ package's layers this keeps, beside the layer (never in it: its ``__dict__``,
   valid while the input's shape and dtype, the parameters' shapes and dtypes and the
   layer's attributes are the same (compared each call: a layer whose ``stride`` is
   changed is checked again);
-* how its tensors reach oneDNN (``_eager.Runner``: the result's memory format, NumPy
-  views of weight and bias, the native calls of the op and its gradients), valid while
-  the input's strides are the same and the weight and bias the same tensors over the
-  same memory (an optimizer's in-place update keeps both; ``param.data = ...`` or a
-  parametrization's freshly computed weight does not, and gets a new runner).
+* how its tensors reach oneDNN (``_eager.Runner``: the result's memory format and the
+  native calls of the op and its gradients, valid while the input's and the weight's
+  strides are the same; NumPy views of weight and bias, valid while they are the same
+  tensors over the same memory: an optimizer's in-place update keeps both, and
+  ``param.data = ...`` or a parametrization's freshly computed weight gets new views).
 
 Where a call is traced, cast by autocast or unbatched, it takes ``functional``'s path
 (as does a call given ``output_size``, in ``modules``).
@@ -34,13 +34,15 @@ __all__ = ["forward"]
 class _Plan:
     """What one layer's last call settled (see the module's docstring)."""
 
-    __slots__ = ("key", "call", "weight", "w_ptr", "bias", "b_ptr", "x_stride", "runner")
+    __slots__ = ("key", "call", "weight", "w_ptr", "bias", "b_ptr", "x_stride", "w_stride",
+                 "runner")
 
     def __init__(self, key: tuple, call: _eager.Call) -> None:
         self.key, self.call = key, call
         self.weight: Any = None
         self.bias: Any = None
         self.x_stride: Any = None
+        self.w_stride: Any = None
         self.runner: Optional[_eager.Runner] = None
         self.w_ptr = self.b_ptr = 0
 
@@ -88,17 +90,24 @@ def forward(layer: Any, input: torch.Tensor) -> torch.Tensor:
                                  layer.output_padding, layer.groups, layer.dilation))
     if plan.call.empty:  # nothing to sum: the registered op knows the geometry's answer
         return _library.conv_transpose(input, weight, bias, *plan.call.attrs)
-    # The runner: while the input's strides and the parameters' memory stay
-    stride = input.stride()
+    # The runner while the input's and the weight's layouts stay (its native calls take
+    # any memory of those layouts), its views while the parameters' memory stays.
+    stride, w_stride = input.stride(), weight.stride()
     runner = plan.runner
-    if (runner is None or stride != plan.x_stride or weight is not plan.weight
-            or weight.data_ptr() != plan.w_ptr or bias is not plan.bias
-            or (bias is not None and bias.data_ptr() != plan.b_ptr)):
+    if runner is None or stride != plan.x_stride or w_stride != plan.w_stride:
         runner = plan.runner = _eager.Runner(plan.call, _native.memory_format(input, weight),
                                              _native.view(weight),
                                              None if bias is None else _native.view(bias))
-        plan.x_stride, plan.weight, plan.w_ptr = stride, weight, weight.data_ptr()
+        plan.x_stride, plan.w_stride = stride, w_stride
+        plan.weight, plan.w_ptr = weight, weight.data_ptr()
         plan.bias, plan.b_ptr = bias, 0 if bias is None else bias.data_ptr()
+    else:  # a parametrized weight is a new tensor on every call; a parameter, the same one
+        if weight is not plan.weight or weight.data_ptr() != plan.w_ptr:
+            runner.w = _native.view(weight)
+            plan.weight, plan.w_ptr = weight, weight.data_ptr()
+        if bias is not plan.bias or (bias is not None and bias.data_ptr() != plan.b_ptr):
+            runner.b = None if bias is None else _native.view(bias)
+            plan.bias, plan.b_ptr = bias, 0 if bias is None else bias.data_ptr()
     try:
         return _eager.run(input, weight, bias, plan.call, runner)
     except (ValueError, TypeError) as exc:
