@@ -2,20 +2,17 @@
 
 oneDNN 3.2's dnnl backend has no partition for a lone BiasAddBackward (its fusion
 with ConvolutionBackwardWeights is disabled, and there is none with the transposed
-op), and its ReduceSum that keeps an inner axis runs the reference kernel
-(``ref:any``: 0.2-0.9 ms for an 8x32x8x8 f32 tensor on the AVX2 EPYC). In f32 the
-sum is gemm MatMuls instead (0.01 ms there), on strided views of the tensor, times
-rows or columns of ones (data, not arithmetic):
-
-* where the batch and the spatial axes are one axis of uniform stride in memory (a
-  batch of one, or channels last), one MatMul: ``V(C, R) @ ones(R, 1)``;
-* else two: ``V(N, C, M) @ ones(M, 1)``, then the transpose of that ``(N, C)`` times
-  ``ones(N, 1)``.
-
-bf16 and f16 keep ReduceSum, which accumulates in f32: a MatMul's ``(N, C)``
-intermediate would be rounded to the dtype (the Graph API's MatMul takes one dtype
-in and out). Each compiled sum is kept per (shape, strides, dtype) and runs as one
-native call per MatMul.
+op), and its ReduceSum runs the reference kernel wherever an outer axis is summed
+(``ref:any``: 0.2-2.5 ms for an 8x16x32x32 tensor on a Zen 4). Its jit reduction sums
+the innermost axis (14 us there). So the tensor, read as ``(N, C, M)`` channels first, is summed over its
+positions M by that reduction, into the result for one sample, else into an f32
+``(N, C)`` whose transpose a MatMul multiplies by a column of ones (constant, so oneDNN
+reorders it once); channels last, its transpose ``(C, N*M)`` is one MatMul's first
+matrix as it lies, times a column of ones. bf16 and f16 (and gaps) are first copied
+into a dense f32 scratch tensor in the same axis order by the package (bf16/f16 -> f32
+is exact), and the f32 sum rounded once to bf16/f16 (round to nearest even): what an f32
+accumulation gives. Each
+compiled sum is kept per (shape, strides, dtype) and runs as one native call per op.
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .. import graph as _graph
+from .. import _core
 from .._impl import arrays as _arrays, compiled as _compiled
 
 __all__ = ["channel_sum", "summer"]
@@ -44,72 +41,85 @@ class _Sum:
 
     def __init__(self, shape: tuple, strides: tuple, dtype: str) -> None:
         n, c, m = shape[0], shape[1], math.prod(shape[2:])
-        self.reduce: Optional[_graph.CompiledPartition] = None
-        if dtype != "f32" or not _collapsible(shape, strides):
-            # The package's graph engine: it runs bf16/f16 where this CPU has no kernel.
-            self.src = _graph.LogicalTensor(0, dtype, shape, strides)
-            self.dst = _graph.LogicalTensor(1, dtype, (c,))
-            axes = [a for a in range(len(shape)) if a != 1]
-            g = _graph.Graph()
-            g.add_op(_graph.Op(0, "ReduceSum", [self.src], [self.dst],
-                               {"axes": axes, "keep_dims": False}))
-            g.finalize()
-            [partition] = g.get_partitions()
-            self.reduce = partition.compile([self.src], [self.dst], _compiled.engine())
-            return
-        inner = strides[-1] if len(shape) > 2 else 1  # the spatial axes' one stride
+        self.data = (n, c, m)
+        self.lock = threading.Lock()  # the scratch arrays are shared by the callers
+        # bf16/f16, gaps, or one position per sample: the package first copies the values
+        # into a dense f32 scratch tensor in their own axis order (exact conversion, or a
+        # plain copy: the same order keeps it a straight pass).
+        self.scratch: Optional[np.ndarray] = None
+        inner = strides[-1] if len(shape) > 2 else 1  # the positions' one stride
+        as_rows = n == 1 or strides[0] == m * inner  # samples and positions one axis
+        if dtype != "f32" or m == 1 or not _collapsible(shape, strides) \
+                or (inner != 1 and not as_rows):
+            order = sorted(range(len(shape)), key=lambda a: -strides[a])
+            self.scratch = np.empty([shape[a] for a in order], np.float32).transpose(
+                np.argsort(order))
+            strides = tuple(_arrays.element_strides(self.scratch))
+            inner = strides[-1] if len(shape) > 2 else 1
+            as_rows = n == 1 or strides[0] == m * inner
         meta, f32 = _compiled.meta, np.dtype(np.float32)
-        # The tensor is each MatMul's first matrix, read as it lies; the ones are its second
-        # (oneDNN's "weights", which it reorders into blocks): constant, so reordered once
-        # and kept. The other way round the tensor was reordered on every call (0.8 ms for
-        # 8192 x 1 values, measured on a Zen 4, against 0.03 ms for the product).
-        if n == 1 or strides[0] == m * inner:  # batch and space: R rows of one stride
+        self.calls: tuple = ()
+        self.ops: tuple = ()  # the compiled partitions, which the calls hold too
+        self.rows: Optional[tuple] = None
+        self.between = np.empty((n, c, 1), np.float32)
+        if m > 1 and inner != 1 and as_rows:
+            # Channels last: samples and positions are R rows of one stride; the values'
+            # transpose (C, R) is a MatMul's first matrix as it lies, a column of ones
+            # its second (constant, reordered once: the other way round the values were
+            # reordered into blocks on every call, 0.8 ms for 8192 x 1 on a Zen 4).
             self.rows = (n * m, c)
-            self.channels_last = (0, *range(2, len(shape)), 1)  # (N, *X, C): rows, then channels
-            columns = _strided((c, n * m), (strides[1], inner))  # (C, R): the values' transpose
+            self.channels_last = (0, *range(2, len(shape)), 1)  # (N, *X, C)
+            columns = _strided((c, n * m), (strides[1], inner))
             op = _compiled.CompiledOp("MatMul", {}, "f32",
                                       [meta(columns), meta(np.empty((n * m, 1), np.float32))],
                                       meta(np.empty((c, 1), np.float32)),
                                       constants={1: np.ones((n * m, 1), np.float32)})
             self.ones = op.constants[1]
-            self.calls: tuple = (op.direct_call((c, 1), f32),)
-            self.ops: tuple = (op,)  # the compiled partition, which the call holds too
-            return
-        # (N, C, M) times a column of ones, then the (N, C) result's transpose times a
-        # column of ones: the intermediate is shared by the callers, hence the lock.
-        self.data = (n, c, m)
-        view = _strided(self.data, (strides[0], strides[1], inner))
-        self.lock = threading.Lock()
-        self.between = np.empty((n, c, 1), np.float32)
-        first = _compiled.CompiledOp("MatMul", {}, "f32",
-                                     [meta(view), meta(np.empty((m, 1), np.float32))],
-                                     meta(self.between), constants={1: np.ones((m, 1), np.float32)})
-        second = _compiled.CompiledOp("MatMul", {}, "f32",
-                                      [meta(self.between[..., 0].T),
-                                       meta(np.empty((n, 1), np.float32))],
-                                      meta(np.empty((c, 1), np.float32)),
-                                      constants={1: np.ones((n, 1), np.float32)})
-        self.ones_m, self.ones_n = first.constants[1], second.constants[1]
-        self.calls = (first.direct_call(self.between.shape, f32), second.direct_call((c, 1), f32))
-        self.ops = (first, second)
+            self.calls, self.ops = (op.direct_call((c, 1), f32),), (op,)
+        else:
+            if m > 1:  # channels first: the innermost axis by oneDNN's jit reduction
+                view = _strided(self.data, (strides[0], strides[1], inner))
+                first = _compiled.CompiledOp("ReduceSum", {"axes": [2], "keep_dims": True},
+                                             "f32", [meta(view)], meta(self.between))
+                self.calls, self.ops = (first.direct_call(self.between.shape, f32),), (first,)
+            else:  # nothing to sum within a sample: the (N, C) values themselves
+                self.between = self.scratch.reshape(n, c, 1)  # type: ignore[union-attr]
+            if n > 1:  # then over the samples: a MatMul with a constant column of ones
+                second = _compiled.CompiledOp("MatMul", {}, "f32",
+                                              [meta(self.between[..., 0].T),
+                                               meta(np.empty((n, 1), np.float32))],
+                                              meta(np.empty((c, 1), np.float32)),
+                                              constants={1: np.ones((n, 1), np.float32)})
+                self.ones = second.constants[1]
+                self.calls += (second.direct_call((c, 1), f32),)
+                self.ops += (second,)
+        self.sum32 = np.empty(c, np.float32) if dtype != "f32" else None
 
     def __call__(self, values: np.ndarray, out: np.ndarray) -> None:
         stream = _compiled.stream()
-        if self.reduce is not None:
-            T, engine = _graph.Tensor, _compiled.engine()
-            self.reduce.execute(stream, [T(self.src, engine, values)], [T(self.dst, engine, out)])
-            return
-        if len(self.calls) == 1:
-            rows = values.transpose(self.channels_last).reshape(self.rows)  # a view: the axes collapse
-            ran = self.calls[0].run(stream, (rows.T, self.ones), out.reshape(-1, 1))
-        else:
-            with self.lock:
-                ran = self.calls[0].run(stream, (values.reshape(self.data), self.ones_m),
-                                        self.between) is not None and \
-                    self.calls[1].run(stream, (self.between[..., 0].T, self.ones_n),
-                                      out.reshape(-1, 1))
-        if ran is None or ran is False:  # the view it was compiled for, so never
-            raise ValueError("channel_sum: oneDNN refused the arrays it was compiled for")
+        n, c, m = self.data
+        with self.lock:
+            if self.scratch is not None:
+                _core.cast(values, self.scratch)
+                values = self.scratch
+            result = out if self.sum32 is None else self.sum32
+            ran: Any = True
+            if self.rows is not None:
+                rows = values.transpose(self.channels_last).reshape(self.rows)  # a view
+                ran = self.calls[0].run(stream, (rows.T, self.ones), result.reshape(-1, 1))
+            else:
+                if m > 1:  # over the positions: into the result, or per sample
+                    ran = self.calls[0].run(stream, (values.reshape(self.data),),
+                                            result.reshape(1, -1, 1) if n == 1 else self.between)
+                if ran is not None and n > 1:
+                    ran = self.calls[-1].run(stream, (self.between[..., 0].T, self.ones),
+                                             result.reshape(-1, 1))
+                if n == m == 1:  # one value per channel: the sum is itself
+                    _core.cast(values.reshape(-1), result)
+            if ran is None:  # the layout it was compiled for, so never
+                raise ValueError("channel_sum: oneDNN refused the arrays it was compiled for")
+            if self.sum32 is not None:
+                _core.cast(self.sum32, out)  # one rounding to the dtype
 
 
 def _collapsible(shape: Sequence[int], strides: Sequence[int]) -> bool:
