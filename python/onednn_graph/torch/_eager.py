@@ -65,13 +65,18 @@ class Runner:
     input's and the weight's layouts stay; and NumPy views of weight and bias, which the
     layer replaces where those are other tensors."""
 
-    __slots__ = ("fmt", "out_strides", "w", "b", "forward", "backward_data", "backward_weights",
-                 "bias_sum", "generation")
+    __slots__ = ("fmt", "out_strides", "axes", "values", "weights_values", "w", "b", "keep",
+                 "forward", "backward_data", "backward_weights", "bias_sum", "generation")
 
     def __init__(self, call: Call, fmt: torch.memory_format, w: np.ndarray,
-                 b: Optional[np.ndarray]) -> None:
+                 b: Optional[np.ndarray], keep: bool = True) -> None:
         self.fmt, self.w, self.b = fmt, w, b
+        self.keep = keep  # False: a runner for one call, which looks no native call up
         self.out_strides = _native.dense_strides(call.out_shape, fmt)
+        # channels last: the data tensors as NXC views, the calls' data_format NXC
+        self.axes = _native.nxc_axes(fmt, len(call.out_shape))
+        self.values = _native.with_format(call.values, self.axes)
+        self.weights_values = _native.with_format(call.weights_values, self.axes)
         self.forward = self.backward_data = self.backward_weights = None
         self.bias_sum: Any = None  # the compiled sum of the result's gradient (_channel_sum)
         self.generation = _compiled.generation  # the cache's: cleared, these go too
@@ -86,18 +91,23 @@ class Runner:
         if self.generation != _compiled.generation:
             self.forward = self.backward_data = self.backward_weights = None
             self.generation = _compiled.generation
-        setattr(self, slot, _native.runner(kind, arrays, target, values))
+        if self.keep:
+            setattr(self, slot, _native.runner(kind, arrays, target, values))
+        else:
+            _native.run(kind, arrays, target, values)
 
     def run_forward(self, input: torch.Tensor, call: Call) -> tuple:
         """The op on `input`: its new result, and the view of `input` oneDNN read (``run``
         written out: a layer's forward calls it every time)."""
         out, target = _native.result_strided(call.out_shape, self.out_strides, input.dtype)
         x = _native.view(input)
+        if self.axes is not None:
+            x, target = x.transpose(self.axes), target.transpose(self.axes)
         arrays = (x, self.w) if self.b is None else (x, self.w, self.b)
         direct = self.forward
         if direct is None or self.generation != _compiled.generation \
                 or direct.run(_compiled.stream(), arrays, target) is None:
-            self.run("forward", _CT, arrays, target, call.values)
+            self.run("forward", _CT, arrays, target, self.values)
         return out, x
 
 
@@ -109,7 +119,7 @@ def conv_transpose(input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
         return _library.conv_transpose(input, weight, bias, *call.attrs)
     return run(input, weight, bias, call, Runner(
         call, _native.memory_format(input, weight), _native.view(weight),
-        None if bias is None else _native.view(bias)))
+        None if bias is None else _native.view(bias), keep=False))
 
 
 def run(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], call: Call,
@@ -146,14 +156,18 @@ class _Function(torch.autograd.Function):
                                                  ctx.had_bias) + (None, None)
         grad = grad.contiguous(memory_format=runner.fmt)  # PyTorch's convolutions do the same
         g = _native.view(grad)
+        axes = runner.axes
+        g_call = g if axes is None else g.transpose(axes)  # as the forward's call described it
         gx = gw = gb = None
         if need[0]:
             gx = torch.empty_like(input, memory_format=runner.fmt)
-            runner.run("backward_data", _CTBD, (g, ctx.w), _native.view(gx), call.values)
+            target = _native.view(gx)
+            runner.run("backward_data", _CTBD, (g_call, ctx.w),
+                       target if axes is None else target.transpose(axes), runner.values)
         if need[1]:
             gw = torch.empty_like(weight, memory_format=torch.contiguous_format)
-            runner.run("backward_weights", _CTBW, (ctx.x, g), _native.view(gw),
-                       call.weights_values)
+            runner.run("backward_weights", _CTBW, (ctx.x, g_call), _native.view(gw),
+                       runner.weights_values)
         if ctx.had_bias and need[2]:
             gb = torch.empty_like(ctx.bias, memory_format=torch.contiguous_format)
             if runner.bias_sum is None:

@@ -14,8 +14,9 @@ package's layers this keeps, beside the layer (never in it: its ``__dict__``,
   tensors over the same memory: an optimizer's in-place update keeps both, and
   ``param.data = ...`` or a parametrization's freshly computed weight gets new views).
 
-Where a call is traced, cast by autocast or unbatched, it takes ``functional``'s path
-(as does a call given ``output_size``, in ``modules``).
+Under CPU autocast the layer casts its tensors first, as ``functional`` does (the plan
+is then the low-precision call's). Where a call is traced or unbatched, it takes
+``functional``'s path (as does a call given ``output_size``, in ``modules``).
 """
 
 from __future__ import annotations
@@ -78,11 +79,13 @@ def forward(layer: Any, input: torch.Tensor) -> torch.Tensor:
     weight = params["weight"] if "weight" in params else layer.weight
     bias = params["bias"] if "bias" in params else layer.bias
     nsp = len(layer.kernel_size)
-    if (type(input) not in _PLAIN or input.dim() != nsp + 2 or torch.is_autocast_enabled("cpu")
-            or not _library.untraced(input, weight, bias)):
+    if type(input) not in _PLAIN or input.dim() != nsp + 2 \
+            or not _library.untraced(input, weight, bias):
         return _functional._conv_transpose_nd(nsp, input, weight, bias, layer.stride,
                                               layer.padding, layer.output_padding, layer.groups,
                                               layer.dilation)
+    if torch.is_autocast_enabled("cpu"):  # cast as autocast casts (new tensors each call)
+        input, weight, bias = _functional._autocast(input, weight, bias)
     key = (input.shape, input.dtype, weight.shape, weight.dtype,
            None if bias is None else bias.shape, None if bias is None else bias.dtype,
            layer.stride, layer.padding, layer.output_padding, layer.dilation, layer.groups)

@@ -147,6 +147,29 @@ def result_strided(shape: Sequence[Any], strides: Sequence[int],
                  if dtype == torch.bfloat16 else out.numpy())
 
 
+_TO_NXC = {4: (0, 2, 3, 1), 5: (0, 2, 3, 4, 1)}
+
+
+def nxc_axes(fmt: torch.memory_format, ndim: int) -> Optional[tuple]:
+    """The axes that show data tensors of memory format `fmt` as oneDNN's NXC (channels
+    last in memory: dense NXC views), or None for NCX. The package's measured rules for
+    channels-last data are written for NXC (``_impl.lowering``: on a Zen 4 an NXC
+    ConvTransposeBackwardData runs as the forward Convolution, 0.5-0.7x the time of the
+    same memory described as NCX)."""
+    return None if fmt == torch.contiguous_format else _TO_NXC.get(ndim)
+
+
+def oriented(array: np.ndarray, axes: Optional[tuple]) -> np.ndarray:
+    """A data tensor's view as the call describes it (``nxc_axes``)."""
+    return array if axes is None else array.transpose(axes)
+
+
+def with_format(values: tuple, axes: Optional[tuple]) -> tuple:
+    """Keyword values in order (``ops.call_in_order``) with data_format (the 8th) for
+    `axes` (a data shape argument is the caller's to reorder)."""
+    return values if axes is None else values[:7] + ("NXC",) + values[8:]
+
+
 def _has_no_elements(*tensors: torch.Tensor) -> bool:
     """Whether an op's sums run over nothing (an empty batch, say): oneDNN takes no
     zero-size dimension, and the result is then the geometry's alone: empty, or zeros."""
@@ -170,12 +193,15 @@ def conv_transpose(input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
     if out_shape is None:
         out_shape = conv_transpose_shape(input, weight, stride, pads_begin, pads_end,
                                          output_padding, dilation, groups)
-    out, target = result(out_shape, input.dtype, memory_format(input, weight))
+    fmt = memory_format(input, weight)
+    out, target = result(out_shape, input.dtype, fmt)
     if _has_no_elements(input, weight):
         return _zeros_plus_bias(out, bias)
-    arrays = (view(input), view(weight)) if bias is None else (view(input), view(weight), view(bias))
-    run(_CT, arrays, target, (stride, pads_begin, pads_end, dilation, "none",
-                                             output_padding, groups, "NCX", "IOX"))
+    axes = nxc_axes(fmt, input.dim())
+    x, w = oriented(view(input), axes), view(weight)
+    run(_CT, (x, w) if bias is None else (x, w, view(bias)), oriented(target, axes),
+        with_format((stride, pads_begin, pads_end, dilation, "none", output_padding, groups, "NCX",
+                     "IOX"), axes))
     return out
 
 
@@ -185,12 +211,14 @@ def conv_transpose_backward_data(grad_output: torch.Tensor, weight: torch.Tensor
                                  output_padding: List[int], dilation: List[int],
                                  groups: int) -> torch.Tensor:
     """ConvTransposeBackwardData: the gradient of ``conv_transpose`` with respect to its input."""
-    out, target = result(input_size, grad_output.dtype, memory_format(grad_output, weight))
+    fmt = memory_format(grad_output, weight)
+    out, target = result(input_size, grad_output.dtype, fmt)
     if _has_no_elements(grad_output, weight):
         return _zeros_plus_bias(out)
-    run(_CTBD, (view(grad_output), view(weight)), target,
-                       (stride, pads_begin, pads_end, dilation, "none", output_padding, groups,
-                        "NCX", "IOX"))
+    axes = nxc_axes(fmt, grad_output.dim())
+    run(_CTBD, (oriented(view(grad_output), axes), view(weight)), oriented(target, axes),
+        with_format((stride, pads_begin, pads_end, dilation, "none", output_padding, groups, "NCX",
+                     "IOX"), axes))
     return out
 
 
@@ -204,9 +232,13 @@ def conv_transpose_backward_weights(input: torch.Tensor, grad_output: torch.Tens
     out, target = result(weight_size, input.dtype, torch.contiguous_format)
     if _has_no_elements(input, grad_output):
         return _zeros_plus_bias(out)
-    run(_CTBW, (view(input), view(grad_output)), target,
-                       (stride, pads_begin, pads_end, dilation, "none", output_padding, groups,
-                        "NCX", "IOX", tuple(weight_size)))
+    # channels last where both data tensors are (each its own NXC view)
+    axes = nxc_axes(memory_format(input), input.dim())
+    if axes is not None and memory_format(grad_output) == torch.contiguous_format:
+        axes = None
+    run(_CTBW, (oriented(view(input), axes), oriented(view(grad_output), axes)), target,
+        with_format((stride, pads_begin, pads_end, dilation, "none", output_padding, groups, "NCX",
+                     "IOX", tuple(weight_size)), axes))
     return out
 
 
@@ -216,12 +248,14 @@ def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
                               groups: int) -> torch.Tensor:
     """ConvolutionBackwardData: the gradient of a convolution (OIX weights) with respect to
     its input, of `input_size`."""
-    out, target = result(input_size, grad_output.dtype, memory_format(grad_output, weight))
+    fmt = memory_format(grad_output, weight)
+    out, target = result(input_size, grad_output.dtype, fmt)
     if _has_no_elements(grad_output, weight):
         return _zeros_plus_bias(out)
-    run(_CBD, (view(grad_output), view(weight)), target,
-                       (stride, pads_begin, pads_end, dilation, "none", 0, groups, "NCX", "OIX",
-                        tuple(input_size)))
+    axes = nxc_axes(fmt, grad_output.dim())
+    run(_CBD, (oriented(view(grad_output), axes), view(weight)), oriented(target, axes),
+        with_format((stride, pads_begin, pads_end, dilation, "none", 0, groups, "NCX", "OIX",
+                     tuple(input_size[a] for a in axes) if axes else tuple(input_size)), axes))
     return out
 
 

@@ -1,0 +1,294 @@
+"""Whole models from PyPI's model libraries, stock and converted (issue 37).
+
+    pip install -c benchmarks/constraints.txt ".[models]"   # MONAI, transformers, diffusers
+    python benchmarks/models.py [--rounds 15] [--models unet-2d,hifigan] [--out docs/benchmarks/<name>.md]
+
+Each architecture is built from its library's own classes with random weights (no
+downloads), once as the library builds it ("stock": torch.nn's ConvTranspose layers)
+and once through ``onednn_graph.torch.convert`` (the same parameters). For f32 and
+under ``torch.autocast("cpu", dtype=torch.bfloat16)``, inference (``torch.no_grad``)
+and one training step (forward, a mean-square loss, backward, an SGD step), the two
+run in interleaved rounds of a few calls each (the order alternating); the table gives
+the median over rounds of each and their ratio (below 1: the converted model is
+faster). "ConvTranspose share" is the part of the stock model's time in its
+ConvTranspose layers: the stock time less that of a copy whose ConvTranspose layers
+return a preallocated result (and zero gradients) at once.
+
+The libraries are optional extras of the benchmarks (``models``), never dependencies
+of the package; a model whose library is missing is left out and said so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import logging
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from train_conv_transpose import generator as _example_generator  # noqa: E402
+
+import onednn_graph as og  # noqa: E402
+import onednn_graph.torch as ot  # noqa: E402
+from onednn_graph._impl import version as _version  # noqa: E402
+
+Built = tuple[torch.nn.Module, tuple, Callable[[Any], torch.Tensor]]
+
+
+def _mean_square(out: Any) -> torch.Tensor:
+    return out.float().pow(2).mean()
+
+
+def _first(fn: Callable[[Any], torch.Tensor]) -> Callable[[Any], torch.Tensor]:
+    return lambda out: fn(out[0] if isinstance(out, (tuple, list)) else out)
+
+
+def hifigan() -> Built:
+    """transformers' SpeechT5 HiFi-GAN vocoder with weight_norm (parametrizations):
+    4 ConvTranspose1d (kernel 8, stride 4)."""
+    from transformers import SpeechT5HifiGan, SpeechT5HifiGanConfig
+    m = SpeechT5HifiGan(SpeechT5HifiGanConfig(model_in_dim=80, upsample_initial_channel=128,
+                                              upsample_rates=[4, 4, 4, 4],
+                                              upsample_kernel_sizes=[8, 8, 8, 8]))
+    m.apply_weight_norm()
+    return m, (torch.randn(2, 32, 80),), _mean_square
+
+
+def encodec_decoder() -> Built:
+    """transformers' EnCodec decoder (weight_norm at construction): 4 ConvTranspose1d."""
+    from transformers import EncodecConfig, EncodecModel
+    m = EncodecModel(EncodecConfig(hidden_size=64, num_filters=8, upsampling_ratios=[8, 5, 4, 2],
+                                   num_lstm_layers=1, codebook_size=64)).decoder
+    return m, (torch.randn(2, 64, 25),), _mean_square
+
+
+def oobleck_decoder() -> Built:
+    """diffusers' Oobleck audio VAE decoder (the older weight_norm hook): 4 ConvTranspose1d."""
+    from diffusers import AutoencoderOobleck
+    m = AutoencoderOobleck(encoder_hidden_size=16, downsampling_ratios=[2, 4, 4, 8],
+                           channel_multiples=[1, 2, 4, 8], decoder_channels=16,
+                           decoder_input_channels=16, audio_channels=1).decoder
+    return m, (torch.randn(2, 16, 32),), _mean_square
+
+
+def unet_2d() -> Built:
+    """MONAI's 2-D UNet (residual units): 3 ConvTranspose2d (kernel 3, stride 2)."""
+    from monai.networks.nets import UNet
+    m = UNet(spatial_dims=2, in_channels=1, out_channels=2, channels=(16, 32, 64, 128),
+             strides=(2, 2, 2), num_res_units=2)
+    return m, (torch.randn(2, 1, 64, 64),), _mean_square
+
+
+def basic_unet_2d() -> Built:
+    """MONAI's BasicUNet with deconvolution upsampling: 4 ConvTranspose2d (kernel 2, stride 2)."""
+    from monai.networks.nets import BasicUNet
+    m = BasicUNet(spatial_dims=2, in_channels=1, out_channels=2, features=(8, 8, 16, 32, 64, 8),
+                  upsample="deconv")
+    return m, (torch.randn(2, 1, 64, 64),), _mean_square
+
+
+def unet_3d() -> Built:
+    """MONAI's 3-D UNet: 3 ConvTranspose3d (kernel 3, stride 2, output_padding 1)."""
+    from monai.networks.nets import UNet
+    m = UNet(spatial_dims=3, in_channels=1, out_channels=2, channels=(8, 16, 32, 64),
+             strides=(2, 2, 2), num_res_units=1)
+    return m, (torch.randn(1, 1, 32, 32, 32),), _mean_square
+
+
+def gan_generator() -> Built:
+    """MONAI's GAN Generator: 3 ConvTranspose2d (kernel 3)."""
+    from monai.networks.nets import Generator
+    m = Generator(latent_shape=(64,), start_shape=(64, 8, 8), channels=(32, 16, 1),
+                  strides=(2, 2, 1), num_res_units=1)
+    return m, (torch.randn(8, 64),), _mean_square
+
+
+def sam_mask_decoder() -> Built:
+    """transformers' SAM mask decoder (a mask head): 2 ConvTranspose2d (kernel 2, stride 2)."""
+    from transformers import SamMaskDecoderConfig
+    from transformers.models.sam.modeling_sam import SamMaskDecoder
+    cfg = SamMaskDecoderConfig(hidden_size=64, mlp_dim=256, num_hidden_layers=2,
+                               num_attention_heads=4, iou_head_hidden_dim=64)
+    cfg._attn_implementation = "sdpa"
+    m = SamMaskDecoder(cfg)
+    inputs = dict(image_embeddings=torch.randn(2, 64, 32, 32),
+                  image_positional_embeddings=torch.randn(2, 64, 32, 32),
+                  sparse_prompt_embeddings=torch.randn(2, 1, 2, 64),
+                  dense_prompt_embeddings=torch.randn(2, 64, 32, 32), multimask_output=True)
+    return m, (inputs,), _first(_mean_square)
+
+
+def training_example() -> Built:
+    """examples/train_conv_transpose.py's DCGAN-style generator: 3 ConvTranspose2d."""
+    return _example_generator(torch.nn.ConvTranspose2d), (torch.randn(8, 16, 4, 4),), _mean_square
+
+
+MODELS: dict[str, tuple[str, Callable[[], Built]]] = {
+    "hifigan": ("HiFi-GAN vocoder, weight_norm (transformers)", hifigan),
+    "encodec": ("EnCodec decoder, weight_norm (transformers)", encodec_decoder),
+    "oobleck": ("Oobleck decoder, older weight_norm (diffusers)", oobleck_decoder),
+    "unet-2d": ("2-D U-Net (MONAI UNet)", unet_2d),
+    "basic-unet-2d": ("2-D U-Net, deconv (MONAI BasicUNet)", basic_unet_2d),
+    "unet-3d": ("3-D U-Net (MONAI UNet)", unet_3d),
+    "gan": ("GAN generator (MONAI Generator)", gan_generator),
+    "sam": ("SAM mask decoder (transformers)", sam_mask_decoder),
+    "example": ("the training example's generator", training_example),
+}
+
+
+def _call(model: torch.nn.Module, inputs: tuple) -> Any:
+    return model(**inputs[0]) if len(inputs) == 1 and isinstance(inputs[0], dict) else model(*inputs)
+
+
+class _Instant(torch.autograd.Function):
+    """A ConvTranspose that costs nothing: a preallocated result, zero gradients."""
+
+    @staticmethod
+    def forward(ctx, x, w, out):  # type: ignore[no-untyped-def]
+        ctx.grads = (torch.zeros_like(x), torch.zeros_like(w))
+        return out.clone()
+
+    @staticmethod
+    def backward(ctx, g):  # type: ignore[no-untyped-def]
+        return (*ctx.grads, None)
+
+
+class _InstantLayer(torch.nn.Module):
+    def __init__(self, layer: torch.nn.Module, out: torch.Tensor) -> None:
+        super().__init__()
+        self.layer, self.out = layer, out
+
+    def __getattr__(self, name: str) -> Any:  # the layer's attributes (kernel_size, ...)
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(super().__getattr__("layer"), name)
+
+    def forward(self, x: torch.Tensor, output_size: Any = None) -> torch.Tensor:
+        return _Instant.apply(x, self.layer.weight, self.out.to(x.dtype))
+
+
+def _without_conv_transpose(model: torch.nn.Module, inputs: tuple, autocast: bool) -> torch.nn.Module:
+    """A copy of `model` whose ConvTranspose layers return their results at once."""
+    rest = ot.revert(model)  # (a copy, also of the older weight_norm's models)
+    outs: dict[str, torch.Size] = {}
+    layers = [(p, m) for p, m in rest.named_modules()
+              if isinstance(m, torch.nn.modules.conv._ConvTransposeNd)]
+    hooks = [m.register_forward_hook(lambda m, a, o, p=p: outs.__setitem__(p, o.shape))
+             for p, m in layers]
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        _call(rest, inputs)
+    for h in hooks:
+        h.remove()
+    for path, layer in layers:
+        parent = rest.get_submodule(path.rpartition(".")[0])
+        setattr(parent, path.rpartition(".")[2], _InstantLayer(layer, torch.randn(outs[path])))
+    return rest
+
+
+def _runner(model: torch.nn.Module, inputs: tuple, loss: Callable[[Any], torch.Tensor],
+            train: bool, autocast: bool) -> Callable[[], None]:
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+
+    def infer() -> None:
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            _call(model, inputs)
+
+    def step() -> None:
+        optimizer.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            out = _call(model, inputs)
+        loss(out).backward()
+        optimizer.step()
+    return step if train else infer
+
+
+def measure(build: Callable[[], Built], train: bool, autocast: bool, rounds: int,
+            calls: int) -> dict[str, float]:
+    """Median milliseconds per call of the stock model, the converted one and the stock
+    one without its ConvTranspose work, in interleaved rounds."""
+    torch.manual_seed(0)
+    stock, inputs, loss = build()
+    models = {"stock": stock, "converted": ot.convert(stock),
+              "rest": _without_conv_transpose(stock, inputs, autocast)}
+    runs = {k: _runner(m, inputs, loss, train, autocast) for k, m in models.items()}
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for fn in runs.values():
+        for _ in range(2):  # compile, warm up
+            fn()
+    names = list(runs)
+    for r in range(rounds):
+        for name in names[r % 3:] + names[:r % 3]:
+            start = time.perf_counter()
+            for _ in range(calls):
+                runs[name]()
+            times[name].append((time.perf_counter() - start) / calls * 1e3)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--calls", type=int, default=3, help="calls per round and model")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--threads", type=int, default=0, help="0: PyTorch's default")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")  # the libraries' deprecation notices
+    logging.getLogger("onednn_graph.torch").setLevel(logging.ERROR)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    rows, missing = [], []
+    start = time.perf_counter()
+    for key in args.models.split(","):
+        title, build = MODELS[key]
+        try:
+            build()
+        except ImportError as exc:
+            missing.append(f"{title}: {exc.name or exc} not installed")
+            continue
+        for dtype, autocast in (("f32", False), ("bf16 autocast", True)):
+            for mode, train in (("inference", False), ("training step", True)):
+                t = measure(build, train, autocast, args.rounds, args.calls)
+                share = (t["stock"] - t["rest"]) / t["stock"]
+                rows.append((title, dtype, mode, t["stock"], t["converted"], share))
+                print(f"{key} {dtype} {mode}: {t['stock']:.2f} / {t['converted']:.2f} ms = "
+                      f"{t['converted'] / t['stock']:.2f} (ConvTranspose {share:.0%})",
+                      file=sys.stderr, flush=True)
+    v = og.system.onednn_version()
+    ratios = [r[4] / r[3] for r in rows]
+    geomean = statistics.geometric_mean(ratios) if ratios else float("nan")
+    lines = [
+        f"`python benchmarks/models.py --rounds {args.rounds} --calls {args.calls}"
+        f"{f' --threads {args.threads}' if args.threads else ''}` on {_version.cpu_model()} "
+        f"(oneDNN ISA {og.system.cpu_isa()}), {torch.get_num_threads()} threads, oneDNN "
+        f"{v.major}.{v.minor}.{v.patch}, PyTorch {torch.__version__}, "
+        f"{time.perf_counter() - start:.0f} s. Median milliseconds per call over interleaved "
+        "rounds; converted/stock below 1: the converted model is faster.",
+        "",
+        f"Converted/stock geometric mean {geomean:.3f} over {len(rows)} rows; "
+        f"{sum(r > 1.0 for r in ratios)} over 1.00, {sum(r > 1.05 for r in ratios)} over 1.05.",
+        "",
+        "| model | dtype | mode | stock ms | converted ms | converted/stock | ConvTranspose share of stock |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [f"| {m} | {d} | {mode} | {s:.2f} | {c:.2f} | **{c / s:.2f}** | {share:.0%} |"
+              for m, d, mode, s, c, share in rows]
+    if missing:
+        lines += ["", "Left out: " + "; ".join(missing) + "."]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
