@@ -356,6 +356,24 @@ FASTER_IN_F32 = [
 ]
 
 
+@pytest.mark.parametrize("isa", ["avx512_core_bf16", "avx512_core_fp16"])
+@pytest.mark.parametrize("strides, mflop, chain", [((1, 1), 16, True), ((2, 1), 16, False),
+                                                   ((1, 1), 0.5, False)])
+def test_a_stride_1_conv_transpose_with_bias_runs_as_the_chain(strides, mflop, chain, isa):
+    # oneDNN 3.2 adds such a bias in a loop of its own (3.6-12x the bias-less time in bf16
+    # on a Zen 4); other strides fuse it (brgconv_strided); the Zen 4 rule ("grouped")
+    # otherwise keeps oneDNN's bf16 kernel for groups = 1
+    native = _kernels.Kernel("native", "conv:any+jit_bf16:" + isa)
+    attrs = dict(groups=1, data_format="NCX", strides=list(strides))
+    got = _kernels.faster_in_f32(native, "ConvTranspose", attrs, "bf16", int(mflop * 1e6), isa,
+                                 (3, 2), bias=True)
+    assert got == (chain or isa == "avx512_core_fp16" and mflop >= 1)
+    assert not _kernels.faster_in_f32(native, "ConvTranspose", attrs, "bf16", int(mflop * 1e6),
+                                      "avx512_core_bf16", (3, 2), bias=False)
+    assert not _kernels.faster_in_f32(native, "ConvTranspose", attrs, "bf16", 16_000_000,
+                                      "avx512_core_amx", (3, 2), bias=True)  # not measured
+
+
 @pytest.mark.parametrize("kind, groups, data_format, dtype, mflop, isa, version, chain", FASTER_IN_F32)
 def test_where_oneDNN_s_own_low_precision_kernel_is_slower_than_the_chain(
         kind, groups, data_format, dtype, mflop, isa, version, chain):

@@ -282,7 +282,7 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
     kernel = _kernels.probed(way.kind, way.attrs, dtype, taken, target.shape)
     rows = _as_f32.batch_rows(way.kind, taken, target.shape, flops) if flops is not None else 0
     faster = in_f32 if in_f32 is not None else flops is not None and _kernels.faster_in_f32(
-        kernel, way.kind, way.attrs, dtype, flops)
+        kernel, way.kind, way.attrs, dtype, flops, bias=len(taken) > 2)
     if kernel is not None and (kernel.status != "native" or faster):
         return _as_f32.F32Chain(*args, reason=_kernels.reason(kernel, dtype),
                                 needed=kernel.status == "none", rows=rows)

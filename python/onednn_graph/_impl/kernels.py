@@ -149,7 +149,8 @@ F32_FROM_FLOPS = 1 << 20
 
 
 def faster_in_f32(kernel: Kernel | None, kind: str, attrs: dict[str, Any], dtype: str, flops: int,
-                  isa: str | None = None, onednn: tuple[int, int] | None = None) -> bool:
+                  isa: str | None = None, onednn: tuple[int, int] | None = None,
+                  bias: bool = False) -> bool:
     """Whether a bf16/f16 op that oneDNN runs on an optimized kernel of its own
     (`kernel`) runs faster as the f32 chain: op `kind` with `attrs` (as handed to
     oneDNN: its groups and data format count), of `flops`, on oneDNN ISA `isa`
@@ -177,6 +178,12 @@ def faster_in_f32(kernel: Kernel | None, kind: str, attrs: dict[str, Any], dtype
       against 1.41-1.60x; NXC backward weights grouped 3.26x against 1.32x, tiny
       1.79x against 1.08x. (Sapphire Rapids capped at AVX512_CORE_BF16 had measured
       "most"; the CPUs that report this ISA are Zen 4 and Cooper Lake.)
+
+    Under both rules a ConvTranspose with a bias (`bias`) and stride 1 on every axis
+    runs as the chain: oneDNN 3.2 computes it as a convolution's backward data and adds
+    the bias in a loop of its own, 3.6-12x the bias-less time in bf16 (issue 37, on the
+    Zen 4), where the chain took 0.31-0.74x the native time on all 7 shapes measured
+    (1-3 spatial axes, kernels 1-7, 1-64 output channels; ``f32_bias_stride1``).
     """
     if kernel is None or kernel.status != "native" or dtype not in _arrays.LOW_PRECISION:
         return False
@@ -186,6 +193,9 @@ def faster_in_f32(kernel: Kernel | None, kind: str, attrs: dict[str, Any], dtype
     grouped = int(attrs.get("groups", 1)) > 1
     spec = _registry.SPECS[kind]
     weights_nxc = spec.terms == "positions" and attrs.get("data_format") == "NXC"
+    if rule is not None and bias and kind == _registry.CONV_TRANSPOSE and flops >= F32_FROM_FLOPS \
+            and all(s == 1 for s in attrs.get("strides", (2,))):
+        return True  # f32_bias_stride1: oneDNN 3.2 adds the bias in a loop of its own
     if rule == "most":
         if weights_nxc:
             return True  # a weights gradient (it sums over positions), channels-last
