@@ -1,42 +1,27 @@
-"""Train a small generator whose ConvTranspose2d layers run on oneDNN, next to PyTorch's own.
+"""Train a generator converted to oneDNN's ConvTranspose2d in one call, next to the stock one.
 
 What this shows
-    ``onednn_graph.torch.ConvTranspose2d`` as a drop-in ``torch.nn.ConvTranspose2d``:
-    the same generator (4x4 -> 32x32 RGB, three transposed convolutions) is built
-    twice from one seed, once with oneDNN's layers and once with PyTorch's, the
-    state dict copied across, and both learn to reproduce a fixed teacher's images
-    with Adam for 300 steps on the same batches. Forward and every gradient of the
-    oneDNN model are computed by oneDNN (ConvTranspose, ConvTransposeBackwardData,
-    ConvTransposeBackwardWeights, a reduction for the bias). It prints both loss
-    curves' largest relative difference and each model's median step time, and
-    plots both curves into ``train_conv_transpose.png`` (where matplotlib is
-    installed).
+    ``onednn_graph.torch.convert(model)``: the same generator (4x4 -> 32x32 RGB, three
+    transposed convolutions) is built once with ``torch.nn.ConvTranspose2d`` and
+    converted (a copy whose three layers run forward and every gradient on oneDNN:
+    ConvTranspose, ConvTransposeBackwardData, ConvTransposeBackwardWeights, the bias's
+    sum), and both learn to reproduce a fixed teacher's images with Adam for 300 steps
+    on the same batches. It prints both loss curves' largest relative difference and
+    each model's median step time, and plots both curves into
+    ``train_conv_transpose.png`` (where matplotlib is installed).
 
 Assumptions
     The package is installed (``pip install .``) and so is PyTorch
     (``pip install "onednn-graph[torch]"``); CPU only. ``--steps N`` and
     ``--plot PATH`` change the defaults.
 
-Step times (issue 31)
+Step times (issue 37)
     ``python examples/train_conv_transpose.py`` on a 2-core AMD EPYC (Zen 4,
-    ``og.system.cpu_isa()`` avx512_core_bf16), PyTorch 2.13, median of 300 steps,
-    three runs each (the machine was shared, so runs vary by ~10%):
-
-    * before (commit 96d9261), 2 threads: oneDNN 1.93-1.98 ms, PyTorch 1.35-1.37 ms
-      (1.43x); one thread: 1.96 against 1.32 ms (1.48x);
-    * after, 2 threads: oneDNN 1.49-1.64 ms, PyTorch 1.35-1.44 ms (1.10-1.14x);
-    * after, ``OMP_NUM_THREADS=1``: oneDNN 1.41-1.63 ms, PyTorch 1.26-1.37 ms
-      (1.12-1.19x).
-
-    (The issue's 6.46 against 3.95 ms was a Zen 3 EPYC.) What the profile
-    (cProfile and torch.profiler, one thread, 200 steps) says is left: oneDNN's own
-    work is 0.61 ms a step against 0.89 ms in PyTorch's convolution ops; the rest of
-    the gap is Python, about 40 us for each of the step's 11 calls (3 forwards, 2
-    backward-data, 3 backward-weights, 3 bias gradients): an autograd Function's
-    apply, the functional API's call path (torch tensors as NumPy views, the cached
-    call's lookup), the result's allocation. PyTorch's layers spend that in C++. The
-    package already skips the dispatcher's custom-op layers where nothing traces a call
-    and checks a module's arguments once; what is left is the price of a Python layer.
+    ``og.system.cpu_isa()`` avx512_core_bf16), PyTorch 2.13, median of 300 steps:
+    PyTorch 1.86, 2.17 and 2.59 ms, the converted model 1.55, 1.91 and 2.23 ms in three
+    runs (0.83-0.88x; the machine's load moved both). Before issue 37 the converted model took 1.10-1.14x PyTorch's time:
+    about 40 us of Python per layer call; ``benchmarks/models.py`` has the interleaved
+    figures and ``benchmarks/layer_overhead.py`` the Python per call.
 """
 
 from __future__ import annotations
@@ -54,7 +39,7 @@ STEPS, BATCH, LR = 300, 8, 2e-3
 # Both models round f32 sums of up to 32 x 16 products per output in different orders
 # (relative error ~1e-6 per layer and step); Adam normalises the steps, so those
 # differences do not grow much over 300 steps: the curves stay within 1e-3 (measured:
-# about 1e-5 on an AVX2 EPYC).
+# about 1e-5 on an AVX2 EPYC, 3.7e-4 on a Zen 4).
 TOLERANCE = 1e-3
 
 
@@ -69,8 +54,8 @@ def generator(layer: Any) -> torch.nn.Sequential:
 def main(steps: int = STEPS, plot: str = "train_conv_transpose.png") -> float:
     torch.manual_seed(0)
     teacher = generator(torch.nn.ConvTranspose2d).requires_grad_(False)
-    ours, theirs = generator(ot.ConvTranspose2d), generator(torch.nn.ConvTranspose2d)
-    theirs.load_state_dict(ours.state_dict())  # the same start
+    theirs = generator(torch.nn.ConvTranspose2d)
+    ours = ot.convert(theirs)  # a copy on oneDNN: the same start
     models = {"PyTorch": theirs, "oneDNN": ours}
     optimizers = {name: torch.optim.Adam(m.parameters(), lr=LR) for name, m in models.items()}
     losses: dict[str, list[float]] = {name: [] for name in models}

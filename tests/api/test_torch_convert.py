@@ -7,7 +7,11 @@ float64 copy by rounding alone; the converted model must be as close to the floa
 copy as the stock model is, within ``FACTOR`` times the stock model's largest error
 plus one layer's f32 bound (``_close``). A wrong value or gradient (a transposed
 kernel, a missing bias, a lost parametrization) is off by the values' own size, about
-10**5 times that. Object identity, classes, hooks and reports are checked directly.
+10**5 times that. The models' activations are smooth (SiLU, tanh): at a kink (ReLU's,
+leaky ReLU's) a value within rounding of it can land on either side in two correct
+models and change its gradient by O(1) (seen under bf16 autocast capped at AVX2, where
+the two round differently). Object identity, classes, hooks and reports are checked
+directly.
 """
 
 import copy
@@ -32,9 +36,10 @@ pytestmark = pytest.mark.filterwarnings(
 # The converted model's largest error against the float64 copy may be this many times the
 # stock model's: the two sum the same f32 products in other orders (and oneDNN's kernels
 # block the sums differently by CPU), so their errors are of one size but not equal.
-# Measured on a Zen 4 over this file's models, both memory formats and autocast: 0.34-1.95,
-# and 8.1 once where both errors are below 1% of F32_FLOOR (the 3-D block's gradients).
-# Under bf16 autocast both ran oneDNN's bf16 kernels and agreed to the bit.
+# Measured on a Zen 4 over this file's models, both memory formats and autocast, natively
+# and capped at AVX2: 0.44-1.44 wherever the errors exceed 5% of F32_FLOOR below (up to
+# 10x where both are smaller, which the floor covers). Natively under bf16 autocast both
+# ran oneDNN's bf16 kernels and agreed to the bit.
 FACTOR = 4
 # Plus the f32 bound of one layer's sum (tolerance.bound: terms * 2**-24, relative to the
 # values' scale) for the models' largest sum, 32 channels x 16 taps: where the stock
@@ -51,8 +56,8 @@ class Generator(nn.Module):
     def __init__(self):
         super().__init__()
         self.net = nn.Sequential(
-            nn.ConvTranspose2d(16, 32, 4, 2, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
-            nn.ConvTranspose2d(32, 16, 4, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.ConvTranspose2d(16, 32, 4, 2, 1, bias=False), nn.BatchNorm2d(32), nn.SiLU(),
+            nn.ConvTranspose2d(32, 16, 4, 2, 1, bias=False), nn.BatchNorm2d(16), nn.SiLU(),
             nn.ConvTranspose2d(16, 3, 4, 2, 1), nn.Tanh())
 
     def forward(self, z):
@@ -61,7 +66,8 @@ class Generator(nn.Module):
 
 class Vocoder(nn.Module):
     """A HiFi-GAN-style upsampler: weight-normed ConvTranspose1d (both kinds of weight_norm)
-    between leaky ReLUs, in a ModuleList, and a ModuleDict of output heads."""
+    between SiLUs (HiFi-GAN's are leaky ReLUs), in a ModuleList, and a ModuleDict of
+    output heads."""
 
     def __init__(self):
         super().__init__()
@@ -74,7 +80,7 @@ class Vocoder(nn.Module):
     def forward(self, x):
         x = self.pre(x)
         for up in self.ups:
-            x = up(nn.functional.leaky_relu(x, 0.1))
+            x = up(nn.functional.silu(x))
         return torch.tanh(self.heads["wave"](x))
 
 
@@ -87,7 +93,7 @@ class UpBlock3d(nn.Module):
         self.conv = nn.Conv3d(4, 2, 3, padding=1)
 
     def forward(self, x):
-        return self.conv(torch.relu(self.up(x)))
+        return self.conv(nn.functional.silu(self.up(x)))
 
 
 MODELS = {"generator": (Generator, (2, 16, 4, 4)), "vocoder": (Vocoder, (2, 8, 16)),

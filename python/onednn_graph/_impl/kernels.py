@@ -179,7 +179,7 @@ def faster_in_f32(kernel: Kernel | None, kind: str, attrs: dict[str, Any], dtype
       1.79x against 1.08x. (Sapphire Rapids capped at AVX512_CORE_BF16 had measured
       "most"; the CPUs that report this ISA are Zen 4 and Cooper Lake.)
 
-    Under both rules a ConvTranspose with a bias (`bias`) and stride 1 on every axis
+    Under both rules an op with a bias (`bias`: ConvTranspose's) and stride 1 on every axis
     runs as the chain: oneDNN 3.2 computes it as a convolution's backward data and adds
     the bias in a loop of its own, 3.6-12x the bias-less time in bf16 (issue 37, on the
     Zen 4), where the chain took 0.31-0.74x the native time on all 7 shapes measured
@@ -193,7 +193,7 @@ def faster_in_f32(kernel: Kernel | None, kind: str, attrs: dict[str, Any], dtype
     grouped = int(attrs.get("groups", 1)) > 1
     spec = _registry.SPECS[kind]
     weights_nxc = spec.terms == "positions" and attrs.get("data_format") == "NXC"
-    if rule is not None and bias and kind == _registry.CONV_TRANSPOSE and flops >= F32_FROM_FLOPS \
+    if rule is not None and bias and spec.has_bias and flops >= F32_FROM_FLOPS \
             and all(s == 1 for s in attrs.get("strides", (2,))):
         return True  # f32_bias_stride1: oneDNN 3.2 adds the bias in a loop of its own
     if rule == "most":
