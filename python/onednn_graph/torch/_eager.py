@@ -13,8 +13,10 @@ op and of its two gradients. ``conv_transpose`` then picks the path:
   gradients, takes the registered ops instead).
 
 Per call, what remains is PyTorch's: NumPy views of the tensors (no copy), the
-results' allocation, and autograd's node; the functional API's cache finds the
-compiled op in one native call (``ops.call_in_order``).
+results' allocation, and autograd's node. A ``Runner`` takes each op to oneDNN: the
+native call (``DirectCall``) the one call cache made for these layouts, kept by a layer
+between calls (``_layer``), or the functional API's positional entry
+(``ops.call_in_order``), which finds or compiles it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import torch
 from . import _channel_sum, _library, _native
 from .._impl import compiled as _compiled, registry as _registry
 
-__all__ = ["Call", "conv_transpose"]
+__all__ = ["Call", "Runner", "make_call", "conv_transpose", "run"]
 
 _CT, _CTBD, _CTBW = (_registry.CONV_TRANSPOSE, _registry.CONV_TRANSPOSE_BWD_DATA,
                      _registry.CONV_TRANSPOSE_BWD_WEIGHTS)
