@@ -235,7 +235,10 @@ class _Reader:
         try:
             return _graph.Op(oid, kind, inputs, outputs, attrs, name)
         except (TypeError, ValueError) as exc:
-            self.fail(field, f"{kind} op {oid}: {exc}")
+            message = str(exc)  # "ConvTranspose: ..." says the kind; the op's id goes with it
+            if message.startswith(f"{kind}: "):
+                message = message[len(kind) + 2:]
+            self.fail(field, f"{kind} op {oid}: {message}")
 
 
 def _is(value: Any, kind: type) -> bool:

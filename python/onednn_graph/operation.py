@@ -41,8 +41,13 @@ def _keywords(kind: str, given: dict[str, Any]) -> dict[str, Any]:
               if name not in inputs and name not in ("out", "post_ops", "quantize")]
     unknown = set(given) - {p.name for p in params}
     if unknown:
+        # What the caller meant by each, among everything compile_op takes for `kind`.
+        taken = [*inputs, *(p.name for p in params), *inspect.signature(compile_op).parameters]
+        hints = [f"{name}: {hint}" for name in sorted(unknown)
+                 for hint in [_attrs.keyword_hint(kind, name, given[name], taken)] if hint]
         raise TypeError(f"compile_op: {kind} has no input or attribute {sorted(unknown)}; "
-                        f"inputs: {inputs}, attributes: {[p.name for p in params]}")
+                        + "".join(f"{h}; " for h in hints)
+                        + f"inputs: {inputs}, attributes: {[p.name for p in params]}")
     return {p.name: given.get(p.name, p.default) for p in params}
 
 

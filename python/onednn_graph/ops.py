@@ -3,16 +3,23 @@
 Every call checks its arguments (``_impl.attrs``, ``_impl.arrays``, ``shapes``), picks
 what oneDNN 3.2 compiles for it (``_lowering``), takes the compiled op from the
 cache or compiles it (``_impl.compiled``), and executes it on the caller's memory.
+A keyword a function does not take is Python's TypeError saying which one the caller
+meant (``stride`` -> ``strides``: ``_impl.attrs.OPS_KEYWORD_HINTS``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
 from . import post as _post, quant as _quant
-from ._impl import call as _call, fused as _fused, registry as _registry
+from ._impl import attrs as _attrs, call as _call, fused as _fused, registry as _registry
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._impl.attrs import NoKeywords
 
 __all__ = [
     "conv_transpose",
@@ -47,18 +54,23 @@ _CT_IN, _CTBD_IN, _CTBW_IN, _CBD_IN, _LEGACY_IN = (
 def _fused_call(kind: str, names: Sequence[str], arrays: tuple, out: Any,
                 keys: tuple[str, ...], values: tuple, post_ops: Any, quantize: Any = None) -> Any:
     """A call with post-ops or quantization (``_impl.fused``); where the op is lowered it
-    runs alone first, as a plain call."""
+    runs alone first, as a plain call. Formats spelled out (``"NCHW"``) are given to
+    ``_impl.fused`` as the spec names them: it reads them before they are checked."""
+    first = arrays[0].data if isinstance(arrays[0], _quant.Quantized) else arrays[0]
+    attrs = _attrs.spelled_formats(kind, dict(zip(keys, values)), np.ndim(first) - 2)
     return _fused.run(kind, lambda y: _call.run(kind, names, arrays, y, keys, values),
-                      names[:len(arrays)], arrays, dict(zip(keys, values)), post_ops, out, quantize)
+                      names[:len(arrays)], arrays, attrs, post_ops, out, quantize)
 
 
+@_attrs.slips_caught
 def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 1,
                    pads_begin: Spatial = 0, pads_end: Spatial = 0, dilations: Spatial = 1,
                    auto_pad: str = "none", output_padding: Spatial = 0, groups: int = 1,
                    data_format: str = "NXC", weights_format: str = "XOI",
                    out: Optional[OutT] = None,
                    post_ops: Optional[Sequence[_post.PostOp]] = None,
-                   quantize: Optional[_quant.Quantization] = None) -> Union[np.ndarray, OutT]:
+                   quantize: Optional[_quant.Quantization] = None,
+                   **slips: Unpack[NoKeywords]) -> Union[np.ndarray, OutT]:
     """Transposed convolution (the spec's ConvTranspose), computed by oneDNN.
 
     Parameters
@@ -71,7 +83,9 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     auto_pad : {"none", "same_upper", "same_lower", "valid"}, any letter case
     groups : int
     data_format : {"NXC", "NCX"}
+        Or spelled out for the arrays' spatial axes: "NHWC", "NCHW" (2-D), "NCW", ...
     weights_format : {"XOI", "IOX"}
+        Or spelled out likewise: "HWOI", "IOHW" (2-D), ...
     out : array or CPU torch tensor, optional
         Written in place and returned as the caller's own object; must have the
         result's shape and dtype.
@@ -100,6 +114,8 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     >>> og.conv_transpose(x, w, strides=2, data_format="NCX", weights_format="IOX")
     array([[[1., 1., 1., 1., 1., 1.]]], dtype=float32)
     """
+    if slips:
+        raise _attrs.unexpected(conv_transpose, slips)
     arrays = (src, weights) if bias is None else (src, weights, bias)
     values = (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
               data_format, weights_format)
@@ -110,14 +126,15 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
     return _call.run(_CT, _CT_IN, arrays, out, _CONV_KEYS, values)
 
 
+@_attrs.slips_caught
 def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatial = 1,
                                  pads_begin: Spatial = 0, pads_end: Spatial = 0,
                                  dilations: Spatial = 1, auto_pad: str = "none",
                                  output_padding: Spatial = 0, groups: int = 1,
                                  data_format: str = "NXC", weights_format: str = "XOI",
                                  out: Optional[OutT] = None,
-                                 post_ops: Optional[Sequence[_post.PostOp]] = None
-                                 ) -> Union[np.ndarray, OutT]:
+                                 post_ops: Optional[Sequence[_post.PostOp]] = None,
+                                 **slips: Unpack[NoKeywords]) -> Union[np.ndarray, OutT]:
     """Gradient of ConvTranspose with respect to src (ConvTransposeBackwardData).
 
     Same keywords as :func:`conv_transpose`. The result (diff_src) has the
@@ -134,6 +151,8 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     >>> og.conv_transpose_backward_data(dy, w, strides=2, data_format="NCX", weights_format="IOX")
     array([[[2., 2., 2.]]], dtype=float32)
     """
+    if slips:
+        raise _attrs.unexpected(conv_transpose_backward_data, slips)
     values = (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
               data_format, weights_format)
     if post_ops:
@@ -141,13 +160,14 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     return _call.run(_CTBD, _CTBD_IN, (diff_dst, weights), out, _CONV_KEYS, values)
 
 
+@_attrs.slips_caught
 def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any = None, *,
                                     strides: Spatial = 1, pads_begin: Spatial = 0,
                                     pads_end: Spatial = 0, dilations: Spatial = 1,
                                     auto_pad: str = "none", output_padding: Spatial = 0,
                                     groups: int = 1, data_format: str = "NXC",
-                                    weights_format: str = "XOI", out: Optional[OutT] = None
-                                    ) -> Union[np.ndarray, OutT]:
+                                    weights_format: str = "XOI", out: Optional[OutT] = None,
+                                    **slips: Unpack[NoKeywords]) -> Union[np.ndarray, OutT]:
     """Gradient of ConvTranspose with respect to weights (ConvTransposeBackwardWeights).
 
     ``weights_shape`` (a sequence of ints or a 1-D int32 array) is the result's
@@ -163,19 +183,22 @@ def conv_transpose_backward_weights(src: Any, diff_dst: Any, weights_shape: Any 
     ...                                    data_format="NCX", weights_format="IOX")
     array([[[3., 3.]]], dtype=float32)
     """
+    if slips:
+        raise _attrs.unexpected(conv_transpose_backward_weights, slips)
     return _call.run(_CTBW, _CTBW_IN, (src, diff_dst), out, _CTBW_KEYS,
                      (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
                       data_format, weights_format, weights_shape))
 
 
+@_attrs.slips_caught
 def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None, *,
                               strides: Spatial = 1, pads_begin: Spatial = 0,
                               pads_end: Spatial = 0, dilations: Spatial = 1,
                               auto_pad: str = "none", output_padding: Spatial = 0,
                               groups: int = 1, data_format: str = "NXC",
                               weights_format: str = "XIO", out: Optional[OutT] = None,
-                              post_ops: Optional[Sequence[_post.PostOp]] = None
-                              ) -> Union[np.ndarray, OutT]:
+                              post_ops: Optional[Sequence[_post.PostOp]] = None,
+                              **slips: Unpack[NoKeywords]) -> Union[np.ndarray, OutT]:
     """Gradient of a convolution with respect to its src (ConvolutionBackwardData).
 
     ``weights`` are the forward convolution's: XIO ``(*K, C_in/groups, C_out)``
@@ -193,6 +216,8 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
     >>> og.convolution_backward_data(dy, w, (1, 1, 4), data_format="NCX", weights_format="OIX")
     array([[[1., 2., 2., 1.]]], dtype=float32)
     """
+    if slips:
+        raise _attrs.unexpected(convolution_backward_data, slips)
     values = (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
               data_format, weights_format, dst_shape)
     if post_ops:
@@ -200,13 +225,15 @@ def convolution_backward_data(diff_dst: Any, weights: Any, dst_shape: Any = None
     return _call.run(_CBD, _CBD_IN, (diff_dst, weights), out, _CBD_KEYS, values)
 
 
+@_attrs.slips_caught
 def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
                                     filter_shape: Any = None, *, strides: Spatial = 1,
                                     pads_begin: Spatial = 0, pads_end: Spatial = 0,
                                     dilations: Spatial = 1, auto_pad: str = "none",
                                     output_padding: Spatial = 0, groups: int = 1,
                                     data_format: str = "NXC", filter_format: str = "XIO",
-                                    out: Optional[OutT] = None) -> Union[np.ndarray, OutT]:
+                                    out: Optional[OutT] = None,
+                                    **slips: Unpack[NoKeywords]) -> Union[np.ndarray, OutT]:
     """ConvTransposeBackpropFilters, the earlier spec's name of ConvTransposeBackwardWeights.
 
     ``filter_format`` OIX is ``(C_out/groups, C_in, *K)`` and XIO is
@@ -223,6 +250,8 @@ def conv_transpose_backprop_filters(input_forward: Any, output_delta: Any,
     ...                                    filter_format="OIX")
     array([[[3., 3.]]], dtype=float32)
     """
+    if slips:
+        raise _attrs.unexpected(conv_transpose_backprop_filters, slips)
     return _call.run(_LEGACY, _LEGACY_IN, (input_forward, output_delta), out, _LEGACY_KEYS,
                      (strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
                       data_format, filter_format, filter_shape))

@@ -263,13 +263,13 @@ def conv_transpose(src: Any, weights: Any, bias: Any = None, *, strides: Spatial
                   weights_format, output_padding)
     in_shapes = [a["src"].shape, a["weights"].shape] + ([] if bias is None else [a["bias"].shape])
     p = shapes.plan("ConvTranspose", in_shapes, **kw)
-    x = _channels_last(a["src"], data_format)
+    x = _channels_last(a["src"], p.attrs.data_format)
     w = _relayout(a["weights"], p.attrs.weights_format, "IOX")
-    out_spatial = shapes.data_spatial(data_format, p.output_shape)
+    out_spatial = shapes.data_spatial(p.attrs.data_format, p.output_shape)
     y = _conv_transpose_nxc(x, w, _geom(p), p.attrs.groups, out_spatial)
     if bias is not None:
         y += a["bias"]  # the channels are the last axis
-    y = _relayout(y, "NXC", data_format)
+    y = _relayout(y, "NXC", p.attrs.data_format)
     y = _post_chain(y, post_ops) if post_ops else y
     if quantize is not None:
         return np.ascontiguousarray(_quantize(y, _quant_of(quantize)))
@@ -360,11 +360,11 @@ def conv_transpose_backward_data(diff_dst: Any, weights: Any, *, strides: Spatia
     kw = _attr_kw(strides, pads_begin, pads_end, dilations, auto_pad, groups, data_format,
                   weights_format, output_padding)
     p = shapes.plan("ConvTransposeBackwardData", [a["diff_dst"].shape, a["weights"].shape], **kw)
-    dy = _channels_last(a["diff_dst"], data_format)
+    dy = _channels_last(a["diff_dst"], p.attrs.data_format)
     w = _relayout(a["weights"], p.attrs.weights_format, "IOX")
-    out_spatial = shapes.data_spatial(data_format, p.output_shape)
+    out_spatial = shapes.data_spatial(p.attrs.data_format, p.output_shape)
     dx = _convolution_nxc(dy, w, _geom(p), p.attrs.groups, out_spatial)
-    dx = _relayout(dx, "NXC", data_format)
+    dx = _relayout(dx, "NXC", p.attrs.data_format)
     return (_post_chain(dx, post_ops) if post_ops else dx).astype(dtype, order="C")
 
 
@@ -402,8 +402,8 @@ def conv_transpose_backward_weights(src: Any, diff_dst: Any,
     p = shapes.plan("ConvTransposeBackwardWeights", [a["src"].shape, a["diff_dst"].shape],
                     weights_shape=weights_shape, **kw)
     g = p.attrs.groups
-    x = _channels_last(a["src"], data_format)
-    dy = _channels_last(a["diff_dst"], data_format)
+    x = _channels_last(a["src"], p.attrs.data_format)
+    dy = _channels_last(a["diff_dst"], p.attrs.data_format)
     dw_taps = np.zeros((*p.kernel, g, x.shape[-1] // g, dy.shape[-1] // g))
     for tap in _taps(p.kernel):
         at_p, at_q = _tap_windows(tap, _geom(p), x.shape[1:-1], dy.shape[1:-1])
@@ -447,11 +447,11 @@ def convolution_backward_data(diff_dst: Any, weights: Any,
         dst_shape = shapes.infer_dst_shape(a["diff_dst"].shape, a["weights"].shape, **kw)
     p = shapes.plan("ConvolutionBackwardData", [a["diff_dst"].shape, a["weights"].shape],
                     dst_shape=dst_shape, **kw)
-    dy = _channels_last(a["diff_dst"], data_format)
+    dy = _channels_last(a["diff_dst"], p.attrs.data_format)
     w = _relayout(a["weights"], p.attrs.weights_format, "OIX")
-    out_spatial = shapes.data_spatial(data_format, p.output_shape)
+    out_spatial = shapes.data_spatial(p.attrs.data_format, p.output_shape)
     dx = _conv_transpose_nxc(dy, w, _geom(p), p.attrs.groups, out_spatial)
-    dx = _relayout(dx, "NXC", data_format)
+    dx = _relayout(dx, "NXC", p.attrs.data_format)
     return (_post_chain(dx, post_ops) if post_ops else dx).astype(dtype, order="C")
 
 
@@ -479,13 +479,13 @@ def convolution(src: Any, weights: Any, bias: Any = None, *, strides: Spatial = 
                   weights_format)
     p = shapes.plan("Convolution", [a["src"].shape, a["weights"].shape] +
                     ([a["bias"].shape] if bias is not None else []), **kw)
-    x = _channels_last(a["src"], data_format)
+    x = _channels_last(a["src"], p.attrs.data_format)
     w = _relayout(a["weights"], p.attrs.weights_format, "OIX")
-    out_spatial = shapes.data_spatial(data_format, p.output_shape)
+    out_spatial = shapes.data_spatial(p.attrs.data_format, p.output_shape)
     y = _convolution_nxc(x, w, _geom(p), p.attrs.groups, out_spatial)
     if bias is not None:
         y += a["bias"]  # the channels are the last axis
-    return _relayout(y, "NXC", data_format).astype(dtype, order="C")
+    return _relayout(y, "NXC", p.attrs.data_format).astype(dtype, order="C")
 
 
 def convolution_backward_weights(src: Any, diff_dst: Any, weights_shape: Sequence[int], *,
@@ -516,8 +516,8 @@ def convolution_backward_weights(src: Any, diff_dst: Any, weights_shape: Sequenc
     p = shapes.plan("ConvolutionBackwardWeights", [a["src"].shape, a["diff_dst"].shape],
                     weights_shape=weights_shape, **kw)
     g = p.attrs.groups
-    x = _channels_last(a["src"], data_format)
-    dy = _channels_last(a["diff_dst"], data_format)
+    x = _channels_last(a["src"], p.attrs.data_format)
+    dy = _channels_last(a["diff_dst"], p.attrs.data_format)
     dw_taps = np.zeros((*p.kernel, g, dy.shape[-1] // g, x.shape[-1] // g))
     for tap in _taps(p.kernel):
         at_p, at_q = _tap_windows(tap, _geom(p), dy.shape[1:-1], x.shape[1:-1])

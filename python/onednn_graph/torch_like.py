@@ -17,12 +17,17 @@ Inputs may be NumPy arrays or CPU torch tensors (read in place, see
 from __future__ import annotations
 
 import numbers
-from typing import Any, Optional, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
 from . import ops, padding as _padding
 from ._impl import arrays as _arrays, attrs as _attrs
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from ._impl.attrs import NoKeywords
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
 
@@ -118,10 +123,12 @@ def _conv_transpose_nd(nsp: int, input: Any, weight: Any, bias: Any, stride: Int
     return result[0] if unbatched else result
 
 
+@_attrs.slips_caught
 def conv_transpose1d(input: Any, weight: Any, bias: Any = None, stride: IntOrSeq = 1,
                      padding: PaddingArg = 0, output_padding: IntOrSeq = 0, groups: int = 1,
                      dilation: IntOrSeq = 1, *, output_size: Optional[Sequence[int]] = None,
-                     out: Optional[OutT] = None) -> Union[np.ndarray, OutT]:
+                     out: Optional[OutT] = None,
+                     **slips: Unpack[NoKeywords]) -> Union[np.ndarray, OutT]:
     """``torch.nn.functional.conv_transpose1d`` on oneDNN.
 
     Parameters
@@ -153,14 +160,18 @@ def conv_transpose1d(input: Any, weight: Any, bias: Any = None, stride: IntOrSeq
     >>> torch_like.conv_transpose1d(x, w, stride=2, padding=[(1, 0)])   # asymmetric
     array([[[0., 1., 1., 2., 2.]]], dtype=float32)
     """
+    if slips:
+        raise _attrs.unexpected(conv_transpose1d, slips, torch=True)
     return _conv_transpose_nd(1, input, weight, bias, stride, padding, output_padding, groups,
                               dilation, output_size, out)
 
 
+@_attrs.slips_caught
 def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: IntOrSeq = 1,
                      padding: PaddingArg = 0, output_padding: IntOrSeq = 0, groups: int = 1,
                      dilation: IntOrSeq = 1, *, output_size: Optional[Sequence[int]] = None,
-                     out: Optional[OutT] = None) -> Union[np.ndarray, OutT]:
+                     out: Optional[OutT] = None,
+                     **slips: Unpack[NoKeywords]) -> Union[np.ndarray, OutT]:
     """``torch.nn.functional.conv_transpose2d`` on oneDNN.
 
     As :func:`conv_transpose1d`, with ``input`` (N, C_in, H, W), ``weight``
@@ -179,14 +190,18 @@ def conv_transpose2d(input: Any, weight: Any, bias: Any = None, stride: IntOrSeq
     >>> torch_like.conv_transpose2d(x, w, stride=2, padding=1, output_size=(5, 6)).shape
     (1, 4, 5, 6)
     """
+    if slips:
+        raise _attrs.unexpected(conv_transpose2d, slips, torch=True)
     return _conv_transpose_nd(2, input, weight, bias, stride, padding, output_padding, groups,
                               dilation, output_size, out)
 
 
+@_attrs.slips_caught
 def conv_transpose3d(input: Any, weight: Any, bias: Any = None, stride: IntOrSeq = 1,
                      padding: PaddingArg = 0, output_padding: IntOrSeq = 0, groups: int = 1,
                      dilation: IntOrSeq = 1, *, output_size: Optional[Sequence[int]] = None,
-                     out: Optional[OutT] = None) -> Union[np.ndarray, OutT]:
+                     out: Optional[OutT] = None,
+                     **slips: Unpack[NoKeywords]) -> Union[np.ndarray, OutT]:
     """``torch.nn.functional.conv_transpose3d`` on oneDNN.
 
     As :func:`conv_transpose1d`, with ``input`` (N, C_in, D, H, W), ``weight``
@@ -201,6 +216,8 @@ def conv_transpose3d(input: Any, weight: Any, bias: Any = None, stride: IntOrSeq
     >>> torch_like.conv_transpose3d(x, w, groups=2).shape   # C_out = 1 * groups
     (1, 2, 3, 3, 3)
     """
+    if slips:
+        raise _attrs.unexpected(conv_transpose3d, slips, torch=True)
     return _conv_transpose_nd(3, input, weight, bias, stride, padding, output_padding, groups,
                               dilation, output_size, out)
 

@@ -169,8 +169,8 @@ BREAKS = [
     ("groups-bool", lambda p: dict(p.kw, groups=True), TypeError, r"groups must be an int, got bool"),
     ("groups-float", lambda p: dict(p.kw, groups=1.0), TypeError, r"groups must be an int, got float"),
     ("auto_pad", lambda p: dict(p.kw, auto_pad="same"), ValueError, r"auto_pad must be one of"),
-    ("data_format", lambda p: dict(p.kw, data_format="NHWC"), ValueError, r"data_format must be one of"),
-    ("format", lambda p: dict(p.kw, **{"filter_format" if "filter_format" in p.kw else "weights_format": "OIHW"}),
+    ("data_format", lambda p: dict(p.kw, data_format="NHCW"), ValueError, r"data_format must be one of"),
+    ("format", lambda p: dict(p.kw, **{"filter_format" if "filter_format" in p.kw else "weights_format": "OHIW"}),
      ValueError, r"(weights|filter)_format must be one of"),
     ("unknown-keyword", lambda p: dict(p.kw, padding=1), TypeError, r"unexpected keyword argument 'padding'"),
 ]
@@ -179,7 +179,7 @@ ARG_BREAKS = [
     ("int64", lambda a: a.astype(np.int64), TypeError, r"unsupported dtype int64"),
     ("big-endian", lambda a: a.astype(a.dtype.newbyteorder(">")) if a.dtype.itemsize > 1 else a,
      TypeError, r"unsupported dtype >f"),
-    ("rank", lambda a: a.reshape(a.shape[0], -1), ValueError, r"must have rank"),
+    ("rank", lambda a: a.reshape(a.shape[0], -1), ValueError, r"must have rank|has rank \d+ but"),
     ("list", lambda a: a.tolist(), TypeError, r"must be an array"),
     ("None", lambda a: None, TypeError, r"must be an array"),
 ]

@@ -440,6 +440,25 @@ def test_names_what_is_wrong():
                               "\nInvoked with: 12, 'TypeCast'")
 
 
+def test_an_output_dtype_the_op_cannot_write_is_bad_input_naming_the_tensors(tmp_path):
+    # Found by the property below (issue 38): ConvolutionBackwardData writing s32 from f32
+    # inputs got oneDNN's "refuses the op as written"; the project's own graph, so this
+    # runs without the shared files.
+    doc = json.loads((Path(TESTS_DIR) / "fixtures" / "conv_bwd_d_3d_small.json").read_text())
+    op = doc["graph"][0]
+    op["outputs"][0]["dtype"] = "s32"
+    path = tmp_path / "damaged.json"
+    path.write_text(json.dumps(doc))
+    from onednn_graph import cli
+    outcome = cli.run_case(cli.Case(str(path)), "correctness", 1, 0)
+    (x, w), y = (t["id"] for t in op["inputs"]), op["outputs"][0]["id"]
+    assert (outcome.status, outcome.message) == ("BAD INPUT", (
+        f"{path}: graph[0]: ConvolutionBackwardData op {op['id']}: the output (tensor {y}) is "
+        f"s32, but the inputs diff_dst (tensor {x}) and weights (tensor {w}) are f32: "
+        "ConvolutionBackwardData writes its inputs' dtype, so the output must be f32"))
+    assert names_what_is_wrong(outcome.message, str(path), doc)
+
+
 @pytest.mark.skipif(not SOURCES, reason=f"oneDNN's graph files are not in {SHARED}")
 @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

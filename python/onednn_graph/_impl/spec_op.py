@@ -39,6 +39,31 @@ def check_list(where: str, role: str, items: Any, cls: type[T]) -> list[T]:
     return list(items)
 
 
+def check_dtypes(kind: str, data: Sequence[_core.LogicalTensor], names: Sequence[str],
+                 output: _core.LogicalTensor) -> None:
+    """Refuse dtypes oneDNN 3.2 refuses for one of the package's ops, naming the tensors:
+    its `data` inputs (`names`; not the s32 shape input) share one floating dtype, and
+    `output` has it too. (oneDNN says only that it refuses the op: a damaged graph file
+    whose ConvolutionBackwardData wrote s32 got no more than that.)"""
+    def named(i: int) -> str:
+        return f"{names[i]} (tensor {data[i].id})"
+    dtypes = [t.dtype for t in data]
+    if len(set(dtypes)) > 1:
+        listing = ", ".join(f"{named(i)}: {d}" for i, d in enumerate(dtypes))
+        raise TypeError(f"{kind}: all tensors must share one dtype, got {listing}")
+    dtype = dtypes[0]
+    inputs = " and ".join(named(i) for i in range(len(data)))
+    if dtype not in _arrays.FLOATING:
+        raise TypeError(f"{kind} takes {', '.join(_arrays.FLOATING)} tensors, but {inputs} "
+                        f"{'are' if len(data) > 1 else 'is'} {dtype}"
+                        + (" (int8 is Dequantize, the op in f32, Quantize)"
+                           if dtype in _arrays.QUANTIZED else ""))
+    if output.dtype != dtype:
+        raise TypeError(f"the output (tensor {output.id}) is {output.dtype}, but the inputs "
+                        f"{inputs} are {dtype}: {kind} writes its inputs' dtype, so the output "
+                        f"must be {dtype}")
+
+
 class Op:
     """One operation, as the specification defines it.
 
@@ -82,6 +107,7 @@ class Op:
             if not lo <= len(self.inputs) <= hi or len(self.outputs) != 1:
                 raise ValueError(f"{kind} takes {lo}..{hi} inputs and 1 output, got "
                                  f"{len(self.inputs)} and {len(self.outputs)}")
+            check_dtypes(kind, self.inputs[:len(spec.inputs)], spec.inputs, self.outputs[0])
             rank = self.inputs[0].ndim
             self._attrs = _attrs.check_op_attrs(kind, attrs, rank - 2 if rank >= 0 else None)
         else:
