@@ -1,15 +1,36 @@
 """onednn_graph: oneDNN's Graph API from Python.
 
-The functional API (``conv_transpose`` and friends) runs the four transposed-
-convolution operations on NumPy arrays; the low-level objects (``Graph``,
-``Op``, ``LogicalTensor``, ...) follow oneDNN's C++ API; ``reference`` holds a
-NumPy reference of the four operations and ``shapes`` their geometry;
-``torch_like`` offers PyTorch's ``conv_transpose*d`` and ``padding`` converts
-padding between the PyTorch, JAX, ONNX and oneDNN conventions. Every function
-taking an array also takes CPU torch tensors and other DLPack / buffer-protocol
-objects, without copying. ``cache``, ``tuning`` and ``system`` hold the call
-cache, tuning and what this installation is and can do; ``reproducer`` writes a
-call out as a benchdnn case.
+The four operations, computed by oneDNN on NumPy arrays (also CPU torch tensors and
+other DLPack or buffer-protocol objects, read without copying):
+
+    conv_transpose(src, weights, bias=None, **attrs)
+        ConvTranspose
+    conv_transpose_backward_data(diff_dst, weights, **attrs)
+        its gradient with respect to src
+    conv_transpose_backward_weights(src, diff_dst, weights_shape=None, **attrs)
+        its gradient with respect to the weights
+    convolution_backward_data(diff_dst, weights, dst_shape=None, **attrs)
+        a convolution's gradient with respect to its input
+    compile_op(kind, **inputs_and_attrs)
+        one of them compiled once, as an Operation to call in a hot loop
+
+attrs: strides, pads_begin, pads_end, dilations, auto_pad, output_padding, groups,
+data_format ("NXC", channels last, by default; "NCX" is PyTorch's) and
+weights_format ("XOI" by default; "IOX" is PyTorch's); ``out=`` writes in place.
+
+    >>> import numpy as np, onednn_graph as og
+    >>> x = np.ones((1, 4, 4, 8), np.float32)          # (N, H, W, C_in)
+    >>> w = np.ones((3, 3, 2, 8), np.float32)          # (kH, kW, C_out, C_in)
+    >>> og.conv_transpose(x, w, strides=2).shape
+    (1, 9, 9, 2)
+
+Also here: ``reference`` (the four ops in float64 NumPy, to check against), ``shapes``
+and ``output_shape`` (their geometry), ``torch_like`` (PyTorch's ``conv_transpose*d``
+signatures) and ``padding`` (PyTorch, JAX and ONNX padding to oneDNN's); ``post`` and
+``quant`` (fused epilogues, the int8 form); oneDNN's low-level objects (``Graph``,
+``Op``, ``LogicalTensor``, ...) and its JSON graphs (``load_graph``); ``cache``,
+``tuning`` and ``system`` (the call cache, tuning, this installation); ``reproducer``
+(a call as a benchdnn case). PyTorch models: ``onednn_graph.torch.convert(model)``.
 """
 
 import typing as _typing
@@ -24,12 +45,9 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - not installed
 
 try:
     from . import _core  # noqa: F401  (fails here, with advice, if the build is missing)
-except ImportError as exc:  # pragma: no cover - only without a built extension
-    raise ImportError(
-        "onednn_graph's native module _core is missing or cannot load "
-        f"({exc}). Install the package with `pip install .` so that it is built "
-        "against oneDNN; importing from the source tree does not work."
-    ) from exc
+except ImportError as exc:
+    from ._load_error import message as _load_error_message
+    raise ImportError(_load_error_message(exc)) from exc
 
 from . import (cache, errors, graph, graph_json, operation, ops, overrides, padding, post, quant,
                reference, reproducer, shapes, system, tolerance, torch_like, tuning)

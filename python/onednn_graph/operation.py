@@ -21,9 +21,9 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import _core, ops, quant as _quant
-from ._impl import (arrays as _arrays, attrs as _attrs, call as _call, compiled as _compiled,
-                    fused as _fused, plan as _plan, registry as _registry,
-                    version as _version)
+from ._impl import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, call as _call,
+                    compiled as _compiled, fused as _fused, plan as _plan,
+                    registry as _registry, version as _version)
 
 __all__ = ["Operation", "FusedOperation", "compile_op"]
 
@@ -219,6 +219,14 @@ class Operation:
         return self._prepared.op.lowering
 
     @property
+    def compute_dtype(self) -> np.dtype:
+        """The dtype oneDNN's kernel computes in: the op's own, or float32 where a bf16
+        or f16 call runs as the f32 op between the package's conversions (this CPU's
+        oneDNN has no kernel for the dtype, or the f32 one is faster; ``lowering`` says
+        which)."""
+        return np.dtype(np.float32) if isinstance(self._prepared.op, _as_f32.F32Chain) else self._dtype
+
+    @property
     def threads(self) -> Optional[int]:
         """The OpenMP threads it was compiled for and runs on; 1 for a problem under
         ``_plan.SMALL_FLOPS`` (or as tuning chose), None for oneDNN's default (all)."""
@@ -328,6 +336,12 @@ class FusedOperation(Operation):
         """"native", or how the op was rewritten for the linked oneDNN (it then runs
         alone, and the post-ops' partitions after it)."""
         return str(self._call.lowering)
+
+    @property
+    def compute_dtype(self) -> np.dtype:
+        """The dtype of the oneDNN partition computing the op: float32 where it is
+        quantized (oneDNN dequantizes into it), else the inputs'."""
+        return np.dtype(self._call.compute)
 
     @property
     def threads(self) -> Optional[int]:

@@ -36,6 +36,7 @@ LAYERS = [
     # The native module reads the dtype table from _impl.arrays when it loads.
     ("2 the NumPy boundary: the dtype table and caller arrays", {"_impl.arrays"}),
     ("2 the native module", {"_core"}),
+    ("2 why the native module did not load (imports nothing of the package)", {"_load_error"}),
     ("2 the linked library", {"_impl.version"}),
     ("2 rules", {"_impl.lowering", "_impl.kernels", "_impl.casts",
                  "_impl.kept_apart", "_impl.dataflow"}),

@@ -325,7 +325,7 @@ class _Call(_compiled.FusedEntry):
     def __init__(self, problem: _Problem, out: Optional[tuple]) -> None:
         started = time.perf_counter()
         self.kind = problem.cp.kind
-        self.shape, self.dtype = problem.shape, problem.dtype
+        self.shape, self.dtype, self.compute = problem.shape, problem.dtype, problem.compute
         self.written = problem.written()  # for its reproducer (``graph``)
         self.src_quantization = problem.src_quantization
         kind, native = problem.cp.spec.kind, problem.cp.native

@@ -19,6 +19,10 @@ class OneDNNVersion(NamedTuple):
     hash: str
     cpu_runtime: str
 
+    def __str__(self) -> str:
+        """'3.2.0', as oneDNN and its wheels name the version (the repr has every field)."""
+        return f"{self.major}.{self.minor}.{self.patch}"
+
 
 def onednn_version() -> OneDNNVersion:
     """The linked oneDNN's version.
@@ -28,6 +32,8 @@ def onednn_version() -> OneDNNVersion:
     >>> import onednn_graph as og
     >>> v = og.system.onednn_version()
     >>> (v.major, v.minor) >= (3, 2)
+    True
+    >>> str(v) == f"{v.major}.{v.minor}.{v.patch}"   # print(v) prints e.g. 3.2.0
     True
     """
     return OneDNNVersion(*_core.version())
