@@ -19,7 +19,8 @@ source "$WORK/venv/bin/activate"
 python -m pip install -q --upgrade pip
 
 objects() {  # the build folder's object files with their modification times
-  find build -name '*.o' -path '*_core.dir*' -printf '%p %T@\n' 2>/dev/null | sort
+  [ -d build ] || return 0
+  find build -name '*.o' -path '*_core.dir*' -printf '%p %T@\n' | sort
 }
 compiled_after_first=0
 step() {
