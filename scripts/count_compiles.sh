@@ -41,7 +41,7 @@ if ls "${PIP_FIND_LINKS:-/nonexistent}"/torch-2.13.0*.whl >/dev/null 2>&1; then
   step pip install torch==2.13.0
   step pip install ".[torch]"
 fi
-step pip wheel --no-deps . -w dist
+step pip wheel --no-deps . -w build/wheel
 if [ "$compiled_after_first" -ne 0 ]; then
   echo "a command after the first compiled the extension again"
   exit 1
