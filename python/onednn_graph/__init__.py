@@ -1,7 +1,7 @@
 """onednn_graph: oneDNN's Graph API from Python.
 
 The four operations, computed by oneDNN on NumPy arrays (also CPU torch tensors and
-other DLPack or buffer-protocol objects, read without copying):
+other DLPack or buffer-protocol objects, read without copying)::
 
     conv_transpose(src, weights, bias=None, **attrs)
         ConvTranspose
