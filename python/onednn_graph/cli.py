@@ -1,9 +1,10 @@
 """The ``onednn-graph`` command: ``info``, ``run``, ``tune`` and ``tuning``.
 
 ``run`` replays graphs in oneDNN's JSON format with benchdnn-style overrides
-(``overrides.py``), on oneDNN through the spec-level Graph (``_tools/runner.py``),
-and prints one line per case plus a summary table, or with ``--json`` one
-JSON document. Exit status: 0 when every case passed, 1 when a case failed
+(``overrides.py``), on oneDNN through the spec-level Graph (``_tools/runner.py``;
+``--mode perf`` times each op as the functional API runs it, on its thread count
+or ``--threads``), and prints one line per case plus a summary table, or with
+``--json`` one JSON document. Exit status: 0 when every case passed, 1 when a case failed
 (numbers out of tolerance, or oneDNN could not compile or run it), 2 on bad
 input (unreadable file, unknown op kind/attribute/version, a malformed
 override); bad input wins over a failure when both happen.
@@ -23,7 +24,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, NoReturn, Optional, Sequence
 
-from . import batch as _batch, graph_json, overrides
+from . import _core, batch as _batch, graph_json, overrides
 from ._tools import runner as _runner
 from .errors import Error, UnsupportedError
 from .graph import Graph
@@ -96,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     info = sub.add_parser("info", help="versions, CPU, and what the linked oneDNN can do")
     info.add_argument("--json", action="store_true", help="print JSON")
+    info.add_argument("--all", action="store_true", help="every detail: oneDNN's kernel for "
+                      "each op and dtype, and its answer for each feature as the spec writes it "
+                      "(default: a summary)")
     info.add_argument("--wide", action="store_true", help=f"tables one row per line, however "
                       f"wide (default: every line within {INFO_WIDTH} columns)")
     run = sub.add_parser("run", help="run JSON cases on oneDNN and check or time them")
@@ -112,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "inputs, results must match exactly; perf (P): compile and execution times; "
                      "list (L): read and rewrite the cases, run none")
     run.add_argument("--repeat", type=int, default=10, help="executions timed in perf mode")
+    run.add_argument("--threads", type=int, default=None, metavar="N",
+                     help="perf mode: run each op on N OpenMP threads (0: oneDNN's default, all); "
+                     "default: the functional API's choice for the problem (1 below 1 MFLOP)")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     run.add_argument("--json", action="store_true", help="print one JSON document")
     run.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
@@ -194,7 +201,8 @@ class Outcome:
                                "message": self.message}
         if r is not None:
             doc.update(compile_ms=r.compile_ms, median_ms=r.median_ms, flops=r.flops,
-                       gflops=r.gflops, lowerings=r.lowerings, partitions=r.partitions, ops=[
+                       gflops=r.gflops, timed_as=r.timed_as or None, threads=r.threads,
+                       lowerings=r.lowerings, partitions=r.partitions, ops=[
                            {"id": c.op_id, "kind": c.kind, "dtype": c.dtype, "terms": c.terms,
                             "passed": c.comparison.ok, "max_abs": c.comparison.max_abs,
                             "max_rel": c.comparison.max_rel} for c in r.checks])
@@ -206,8 +214,10 @@ def _partitions_expected(case: Case) -> int:
         if case.expected_n_partitions else 1
 
 
-def run_case(case: Case, mode: str, repeat: int, seed: int) -> Outcome:
-    """Load, override, run and check one case; never raises for the case's own problems."""
+def run_case(case: Case, mode: str, repeat: int, seed: int,
+             threads: Optional[int] = None) -> Outcome:
+    """Load, override, run and check one case (perf mode: on `threads`, None for the
+    functional API's choice); never raises for the case's own problems."""
     if case.error:
         return Outcome(case, "BAD INPUT", message=case.error)
     if case.skip:
@@ -219,7 +229,7 @@ def run_case(case: Case, mode: str, repeat: int, seed: int) -> Outcome:
         if mode == "list":
             return Outcome(case, "LISTED")
         result = _runner.run(graph, perf=mode == "perf", exact=mode == "exact",
-                             repeat=repeat, seed=seed)
+                             repeat=repeat, seed=seed, threads=threads)
     except _runner.OutsideTheDriver as exc:
         return Outcome(case, "SKIPPED", message=str(exc))
     except (OSError, TypeError, ValueError) as exc:
@@ -239,7 +249,10 @@ def run_case(case: Case, mode: str, repeat: int, seed: int) -> Outcome:
             f"oneDNN returned {result.partitions} partition(s), the case expects {expected} "
             "(--expected-n-partitions: benchdnn's default is 1; 0 skips the check)"))
     if result.passed is None:
-        return Outcome(case, "DONE", result)
+        return Outcome(case, "DONE", result, "--threads does not apply to a graph timed as "
+                       "oneDNN's partitions (an epilogue, an fpmath mode): they run on oneDNN's "
+                       "default threads, as the functional API's fused calls do"
+                       if threads is not None and result.timed_as == "partitions" else "")
     failed = [str(c.comparison) for c in result.checks if not c.comparison.ok]
     return Outcome(case, "PASS" if result.passed else "FAIL", result, "; ".join(failed))
 
@@ -272,7 +285,7 @@ def _fmt(value: Optional[float], spec: str) -> str:
 def table(outcomes: Sequence[Outcome]) -> str:
     """The summary table, one row per case."""
     rows = [("case", "result", "max abs err", "max rel err", "compile ms", "median ms",
-             "GFLOP/s")]
+             "GFLOP/s", "threads")]
     for o in outcomes:
         r = o.result  # None when nothing ran (a Result is false when it did not pass)
         checks = r.checks if r is not None else []
@@ -280,8 +293,9 @@ def table(outcomes: Sequence[Outcome]) -> str:
         max_rel = max((c.comparison.max_rel for c in checks), default=None)
         compile_ms, median_ms, gflops = (r.compile_ms, r.median_ms, r.gflops) if r is not None \
             else (None, None, None)
+        threads = ",".join(map(str, r.thread_counts())) if r is not None and r.threads else "-"
         rows.append((o.case.label, o.status, _fmt(max_abs, ".3g"), _fmt(max_rel, ".3g"),
-                     _fmt(compile_ms, ".1f"), _fmt(median_ms, ".3f"), _fmt(gflops, ".3g")))
+                     _fmt(compile_ms, ".1f"), _fmt(median_ms, ".3f"), _fmt(gflops, ".3g"), threads))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
                        for i, (cell, w) in enumerate(zip(row, widths))) for row in rows]
@@ -310,7 +324,22 @@ def _batch_cases(ns: argparse.Namespace) -> list[Case]:
     return cases
 
 
+def _missing_case_files(ns: argparse.Namespace) -> str:
+    """'' when every case file the command line names exists, else one line naming
+    those that do not and where they were looked for (every case of a missing file
+    would otherwise say the same thing, once per --dt or override alternative)."""
+    missing = [p for p in dict.fromkeys(list(ns.cases) + list(ns.case)) if not os.path.isfile(p)]
+    if not missing:
+        return ""
+    where = f" (looked in {os.getcwd()})" if any(not os.path.isabs(p) for p in missing) else ""
+    return f"case file{'s' * (len(missing) > 1)} not found: {', '.join(missing)}{where}"
+
+
 def cmd_run(ns: argparse.Namespace) -> int:
+    missing = _missing_case_files(ns)
+    if missing:
+        print(f"onednn-graph run: {missing}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         cases = expand(ns) + _batch_cases(ns)
     except (OSError, ValueError) as exc:
@@ -322,12 +351,18 @@ def cmd_run(ns: argparse.Namespace) -> int:
     if ns.repeat < 1:
         print("onednn-graph run: --repeat must be >= 1", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if ns.threads is not None and ns.threads < 0:
+        print("onednn-graph run: --threads must be >= 0 (0: oneDNN's default)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if ns.threads and not _core.can_limit_threads():
+        print(f"onednn-graph run: --threads {ns.threads} has no effect here: the package sets "
+              "a call's threads only where oneDNN uses OpenMP", file=sys.stderr)
     show = ns.progress == "on" or ns.progress == "auto" and sys.stderr.isatty()
     outcomes = []
     for i, case in enumerate(cases):
         if show:
             _progress(i, len(cases), case.label)
-        outcome = run_case(case, ns.mode, ns.repeat, ns.seed)
+        outcome = run_case(case, ns.mode, ns.repeat, ns.seed, ns.threads)
         outcomes.append(outcome)
         if not ns.json:
             if show:
@@ -339,6 +374,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
     if ns.json:
         counts = {s: sum(o.status == s for o in outcomes) for s in {o.status for o in outcomes}}
         print(json.dumps({"mode": ns.mode, "seed": ns.seed, "repeat": ns.repeat,
+                          "threads": ns.threads,
                           "cases": [o.as_json(ns.mode) for o in outcomes],
                           "summary": counts, "benchdnn": summary,
                           "exit_status": exit_status(outcomes)}, indent=2))
@@ -372,6 +408,7 @@ def _case_line(index: int, o: Outcome, mode: str) -> str:
     if r.median_ms is not None:
         lines.append(f"{pad}compile {r.compile_ms:.1f} ms, median {r.median_ms:.3f} ms, "
                      f"{r.gflops:.3g} GFLOP/s ({r.flops / 1e9:.3g} GFLOP)")
+        lines.append(f"{pad}on {r.threads_text()}, {_runner.TIMED_AS[r.timed_as]}")
     lines += [f"{pad}lowered: {text}" for text in r.lowerings]
     if o.message and all(c.comparison.ok for c in r.checks):  # not said by a check above
         lines.append(f"{pad}{o.message}")
@@ -382,7 +419,7 @@ def cmd_info(ns: argparse.Namespace) -> int:
     from ._tools import info as _info
     caps = _info.capabilities()
     print(json.dumps(caps, indent=2) if ns.json
-          else _info.report(caps, None if ns.wide else INFO_WIDTH))
+          else _info.report(caps, None if ns.wide else INFO_WIDTH, everything=ns.all))
     return EXIT_PASS
 
 
@@ -392,6 +429,10 @@ def _ms(seconds: Optional[float]) -> str:
 
 def cmd_tune(ns: argparse.Namespace) -> int:
     from ._impl import tuning_db as _tuning_db
+    missing = _missing_case_files(ns)
+    if missing:
+        print(f"onednn-graph tune: {missing}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     cases = expand(ns)
     if not cases:
         print("onednn-graph tune: no case given (CASE.json or --case)", file=sys.stderr)

@@ -5,6 +5,8 @@ replacing the driver's reference with a wrong one, so the exit-code path is
 exercised without any real disagreement."""
 
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -107,7 +109,6 @@ def test_a_case_that_runs_on_a_view_passes(capsys):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["run", "missing.json"], "No such file"),
     (["run", "--in-shapes", "0:1x2x", "CASE"], "--in-shapes"),
     (["run", "--op-attrs", "0:paddings:1x1", "CASE"], "has no attribute 'paddings'"),
     (["run", "--dt", "f64", "CASE"], "--dt"),
@@ -119,6 +120,16 @@ def test_bad_input_exits_2(capsys, argv, words):
     assert status == cli.EXIT_BAD_INPUT and out.startswith("0:BAD INPUT") and words in out, out
 
 
+@pytest.mark.parametrize("command", ["run", "tune"])
+def test_a_missing_case_file_is_one_line_naming_it(capsys, command):
+    # Four alternatives of one missing file: one line, not one [Errno 2] per case.
+    status, out, err = run(capsys, command, "missing.json", "--dt", "f32,bf16", "--op-attrs",
+                           ",0:auto_pad:SAME_UPPER", str(FIXTURES / "deconv_small.json"))
+    assert status == cli.EXIT_BAD_INPUT and out == ""
+    assert err.splitlines() == [f"onednn-graph {command}: case file not found: missing.json "
+                                f"(looked in {os.getcwd()})"]
+
+
 def test_unknown_op_kind_exits_2_naming_file_and_field(capsys, tmp_path):
     doc = json.loads((FIXTURES / "deconv_small.json").read_text())
     doc["graph"][0]["kind"] = "Deconvolution"
@@ -128,8 +139,14 @@ def test_unknown_op_kind_exits_2_naming_file_and_field(capsys, tmp_path):
     assert status == 2 and f"{path}: graph[0].kind: unknown op kind 'Deconvolution'" in out
 
 
-def test_bad_input_wins_over_fail(capsys):
-    status, _, _ = run(capsys, "run", "missing.json", str(FIXTURES / "deconv_small.json"))
+def test_bad_input_wins_over_fail(capsys, monkeypatch, tmp_path):
+    right = reference.conv_transpose
+    monkeypatch.setattr(reference, "conv_transpose",
+                        lambda *a, **k: right(*a, **k) + np.float32(1))
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text("{")
+    status, out, _ = run(capsys, "run", str(damaged), str(FIXTURES / "deconv_small.json"))
+    assert out.startswith("0:BAD INPUT") and "\n1:FAIL" in out
     assert status == cli.EXIT_BAD_INPUT
 
 
@@ -173,8 +190,8 @@ def test_info(capsys):
     v = og.system.onednn_version()
     assert status == 0 and f"oneDNN {v.major}.{v.minor}.{v.patch}" in out
     assert og.system.cpu_isa() in out and "constant-tensor cache: " in out
-    # Per op and dtype, what this CPU's oneDNN has and how the package runs it.
-    assert f"Kernels on this CPU ({og.system.cpu_isa()})" in out
+    # Per op and dtype, how the package runs it on what this CPU's oneDNN has.
+    assert f"How each op runs on this CPU ({og.system.cpu_isa()})" in out
     status, out, _ = run(capsys, "info", "--json")
     caps = json.loads(out)
     assert caps == json.loads(json.dumps(og.system.capabilities()))
@@ -186,6 +203,24 @@ def test_info(capsys):
         chain = dtype != "f32" and k["kernel"] != "native"
         assert k["runs"] == ("f32 chain" if chain else "native")
         assert dtype != "f32" or k["kernel"] == "native"  # every x86-64 CPU oneDNN runs on
+
+
+def test_info_is_a_summary_with_each_fact_once_and_all_adds_every_detail(capsys):
+    caps = og.system.capabilities()
+    status, out, _ = run(capsys, "info")
+    assert status == 0 and len(out.splitlines()) <= 60
+    # Each rewrite the package makes is named once, however many features it serves
+    # (wrapped lines joined back).
+    text = " ".join(line.strip() for line in out.splitlines())
+    rewrites = {s["package"][len("lowered ("):-1] for s in caps["support"]
+                if s["package"].startswith("lowered (")}
+    assert rewrites and all(text.count(r) == 1 for r in rewrites), text
+    # --all: oneDNN's kernel for each op and dtype, and its answer for each feature.
+    status, out, _ = run(capsys, "info", "--all", "--wide")
+    assert status == 0
+    assert all(k["implementation"] in out for k in caps["kernels"] if k["kernel"] != "none")
+    for s in caps["support"]:
+        assert re.search(rf"  {re.escape(s['feature'])} +{re.escape(s['literal'])}  ", out), s
 
 
 def test_python_dash_m(tmp_path):

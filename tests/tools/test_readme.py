@@ -9,12 +9,15 @@ Every fenced block names its language. ```python blocks are complete programs an
 each in a fresh interpreter, in document order; the others are shown, never run: shell
 commands (```bash), sessions with their output (```console), output listings (```text),
 JSON (```json). A block without a
-language, or with another one (```py would escape the runner), is refused.
+language, or with another one (```py would escape the runner), is refused. The sessions
+of docs/cli.md are the exception: their `onednn-graph` commands run, from the
+repository root, as a reader of a clone types them.
 """
 
 import importlib.util
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -114,6 +117,43 @@ def test_python_blocks_run(block, tmp_path):
                             text=True, timeout=300)
     assert result.returncode == 0, \
         f"{block.path.name}, the python block at line {block.line}:\n{result.stderr[-3000:]}"
+
+
+CLI = ROOT / "docs" / "cli.md"
+# A session's command line: `$ COMMAND`, and the exit status a line that fails on
+# purpose says it has (`  # exits 2`; 0 otherwise).
+SESSION_LINE = re.compile(r"^\$ (?P<command>.*?)(?:\s+# exits (?P<status>\d+))?$")
+
+
+def _cli_sessions():
+    """One test case per ```console block of cli.md."""
+    return [pytest.param(b, id=f"cli.md:{b.line}") for b in fenced_blocks(CLI)
+            if b.language == "console"]
+
+
+@pytest.mark.parametrize("block", _cli_sessions())
+def test_cli_sessions_run_from_a_clone(block, tmp_path):
+    """Each `$ onednn-graph ...` line of cli.md's sessions runs as written from the
+    repository root (it needs no file a clone lacks) and exits 0, or with the status its
+    line says; `$ export NAME=VALUE` sets the environment of the lines after it (a
+    folder under /tmp is the test's own)."""
+    env = dict(os.environ)
+    commands = [SESSION_LINE.match(line) for line in block.code.splitlines()
+                if line.startswith("$ ")]
+    assert commands, f"cli.md:{block.line}: a session without a command"
+    for line in commands:
+        words = shlex.split(line["command"])
+        if words[0] == "export":
+            name, value = words[1].split("=", 1)
+            env[name] = str(tmp_path / Path(value).relative_to("/tmp")) \
+                if value.startswith("/tmp/") else value
+            continue
+        assert words[0] == "onednn-graph", \
+            f"cli.md:{block.line}: sessions run onednn-graph from a clone, not {line[0]!r}"
+        result = subprocess.run([sys.executable, "-m", "onednn_graph", *words[1:]], cwd=ROOT,
+                                env=env, capture_output=True, text=True, timeout=600)
+        assert result.returncode == int(line["status"] or 0), \
+            f"cli.md:{block.line}: {line[0]}\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
 
 
 def _quickstart(tmp_path, env):

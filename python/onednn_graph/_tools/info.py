@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import platform
 import textwrap
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import ml_dtypes
 import numpy as np
@@ -77,10 +77,13 @@ def capabilities() -> dict[str, Any]:
     }
 
 
-def report(caps: dict[str, Any], width: Optional[int] = None) -> str:
-    """`capabilities()` as text for a person: every line within `width` columns (a table
-    too wide becomes a block per row, prose is wrapped), or None: a table row per line."""
-    return "\n".join(_fit(line, width) for line in _report(caps, width).split("\n"))
+def report(caps: dict[str, Any], width: Optional[int] = None, everything: bool = False) -> str:
+    """`capabilities()` as text for a person, each fact once: a summary (how each op runs
+    per dtype, and per feature of the spec), or with `everything` each kernel's oneDNN
+    implementation and oneDNN's own answer for each feature as written. Every line
+    within `width` columns (a table too wide becomes a block per row, prose is wrapped),
+    or None: a table row per line."""
+    return "\n".join(_fit(line, width) for line in _report(caps, width, everything).split("\n"))
 
 
 def version_line() -> str:
@@ -98,9 +101,10 @@ def _fit(line: str, width: Optional[int]) -> str:
     return "\n".join(textwrap.wrap(line, width, subsequent_indent=indent))
 
 
-def _table(rows: list[tuple[str, ...]], width: Optional[int]) -> list[str]:
+def _table(rows: Sequence[tuple[str, ...]], width: Optional[int]) -> list[str]:
     """Rows under a header as aligned columns, or, where that is wider than `width`, each
-    row as a block: its first cell, then a "column: cell" line per other column."""
+    row as a block: its first cell, then a "column: cell" line per other column (a row
+    whose first cell is empty continues the block before it)."""
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  " + "  ".join("-" * w for w in widths))
@@ -108,12 +112,13 @@ def _table(rows: list[tuple[str, ...]], width: Optional[int]) -> list[str]:
         return lines
     blocks = []
     for r in rows[1:]:
-        blocks.append(f"  {r[0]}")
+        if r[0]:
+            blocks.append(f"  {r[0]}")
         blocks += [f"    {h}: {c}" for h, c in zip(rows[0][1:], r[1:]) if c]
     return blocks
 
 
-def _report(caps: dict[str, Any], width: Optional[int]) -> str:
+def _report(caps: dict[str, Any], width: Optional[int], everything: bool) -> str:
     o = caps["onednn"]
     lines = [
         f"onednn-graph {caps['package']} (Python {caps['python']}, NumPy {caps['numpy']}, "
@@ -122,10 +127,10 @@ def _report(caps: dict[str, Any], width: Optional[int]) -> str:
         f"{caps['cpu_isa']}, {caps['threads']} threads ({caps['threads_source']})",
         f"constant-tensor cache: {'on' if caps['constant_tensor_cache'] else 'off'}",
     ]
-    lines.append(_kernel_table(caps["cpu_isa"], caps["kernels"], width))
+    lines += _kernel_table(caps["cpu_isa"], caps["kernels"], width, everything)
     f = caps["faster_in_f32"]
     if f["applies"]:
-        lines.append(f"\nbf16/f16 {f['text']} run as the f32 chain here even where oneDNN has a "
+        lines.append(f"bf16/f16 {f['text']} run as the f32 chain here even where oneDNN has a "
                      f"kernel of its own: oneDNN {f['onednn']}'s measured slower on {f['isa']}.")
     lines.append("\nConversions of an f32 chain (the package's where oneDNN's reorder is not jit):")
     for c in caps["conversions"]:
@@ -144,27 +149,91 @@ def _report(caps: dict[str, Any], width: Optional[int]) -> str:
     support = caps["support"]
     if support is None:
         lines.append("support matrix: not available in this installation")
-        return "\n".join(lines)
-    rows = [("op", "feature", "oneDNN as written", "with the package")] + [
-        (s["op"], s["feature"], s.get("literal", "native" if s["native"] else "no"), s["package"])
-        for s in support]
-    lines.append("\nWhat the linked oneDNN does with each op as the spec writes it, and what "
-                 "the package does (probed now, on small problems):")
-    lines += _table([tuple(str(c) for c in r) for r in rows], width)
+    else:
+        lines += _support_matrix(support, width, everything)
     return "\n".join(lines)
 
 
-def _kernel_table(isa: str, kernels: list[dict[str, str]], width: Optional[int]) -> str:
-    """Op x dtype: what oneDNN has on this CPU and how the package runs it."""
+def _kernel_table(isa: str, kernels: list[dict[str, str]], width: Optional[int],
+                  everything: bool) -> list[str]:
+    """Op x dtype: how the package runs it on this CPU, and with `everything` the
+    kernel oneDNN has for it (its implementation), a row per op and dtype."""
+    head = (f"\nHow each op runs on this CPU ({isa}), per dtype, for {_kernels.TYPICAL_TEXT} "
+            "(native: oneDNN's own kernel for the dtype; f32 chain: the op in f32 between "
+            "oneDNN TypeCasts, because the kernel is missing (none) or only the reference "
+            "one" + ("):" if everything else "; --all names each kernel):"))
+
+    def how(k: dict[str, str]) -> str:
+        return "native" if k["runs"] == "native" else f"f32 chain ({k['kernel']})"
+
+    if everything:
+        rows = [("op", "dtype", "runs", "oneDNN's kernel")]
+        for i, k in enumerate(kernels):
+            first = i == 0 or kernels[i - 1]["op"] != k["op"]
+            rows.append((k["op"] if first else "", k["dtype"], how(k),
+                         k["implementation"] if k["kernel"] != "none" else "-"))
+        return [head] + _table(rows, width)
     dtypes = list(dict.fromkeys(k["dtype"] for k in kernels))
     cells: dict[str, dict[str, str]] = {}
     for k in kernels:
-        how = "native" if k["runs"] == "native" else f"f32 chain ({k['kernel']})"
-        cells.setdefault(k["op"], {})[k["dtype"]] = f"{how}: {k['implementation']}" \
-            if k["kernel"] != "none" else how
-    rows = [("op", *dtypes)] + [(op, *(c.get(d, "") for d in dtypes)) for op, c in cells.items()]
-    out = [f"\nKernels on this CPU ({isa}), per op and dtype, for {_kernels.TYPICAL_TEXT} "
-           "(native: oneDNN's own kernel for the dtype; f32 chain: the op in f32 between "
-           "oneDNN TypeCasts, because the kernel is missing (none) or only the reference "
-           "one):"]
-    return "\n".join(out + _table(rows, width))
+        cells.setdefault(k["op"], {})[k["dtype"]] = how(k)
+    return [head] + _table([("op", *dtypes)] + [(op, *(c.get(d, "-") for d in dtypes))
+                                                  for op, c in cells.items()], width)
+
+
+def _short(kind: str) -> str:
+    """An op's initials (ConvTransposeBackwardData: CTBD), a column's heading."""
+    return "".join(c for c in kind if c.isupper())
+
+
+def _support_matrix(support: list[dict[str, Any]], width: Optional[int],
+                    everything: bool) -> list[str]:
+    """The support matrix: per feature and op, what the package does (native, or the
+    rewrite it hands oneDNN, each rewrite spelled out once below the table) and, marked,
+    where oneDNN refuses the op as written or computes other numbers; with
+    `everything`, oneDNN's own answer too (its status), a row per op and feature."""
+    rewrites: dict[str, str] = {}  # a rewrite's text -> its letter
+
+    def package(s: dict[str, Any]) -> str:
+        said = s["package"]
+        if said.startswith("lowered (") and said.endswith(")"):
+            text = said[len("lowered ("):-1]
+            said = f"lowered {rewrites.setdefault(text, chr(ord('a') + len(rewrites)))}"
+        return said
+
+    def literal(s: dict[str, Any]) -> str:
+        return str(s.get("literal", "native" if s["native"] else "no"))
+
+    head = "\nThe spec's features on the linked oneDNN, as the package runs them"
+    probed = "probed now, on small problems"
+    ops = list(dict.fromkeys(s["op"] for s in support))
+    if everything:
+        lines = [f"{head} ({probed}), and what oneDNN does with each as the spec writes it:"]
+        rows = [("op, feature", "oneDNN as written", "with the package")]
+        for op in ops:
+            rows.append((op, "", ""))
+            rows += [("  " + s["feature"], literal(s), package(s))
+                     for s in support if s["op"] == op]
+        lines += _table(rows, width)
+    else:
+        marks = {"unsupported": "!", "wrong": "*"}
+
+        def cell(s: Optional[dict[str, Any]]) -> str:
+            if s is None:
+                return "-"  # a feature the op does not have
+            mark = next((m for word, m in marks.items() if literal(s).startswith(word)), "")
+            return package(s) + mark
+
+        by_feature: dict[str, dict[str, dict[str, Any]]] = {}
+        for s in support:
+            by_feature.setdefault(s["feature"], {})[s["op"]] = s
+        names = ", ".join(f"{_short(op)} {op}" for op in ops)
+        lines = [f"{head} ({probed}; {names}):"]
+        # (rows made in reading order, so that the rewrites' letters follow it)
+        lines += _table([("feature", *map(_short, ops))] + [
+            (feature, *(cell(row.get(op)) for op in ops)) for feature, row in by_feature.items()],
+            width)
+        lines.append("  ! oneDNN refuses it as written, * oneDNN computes other numbers as "
+                     "written (--all: its answers)")
+    lines += [f"  {letter}: {text}" for text, letter in rewrites.items()]
+    return lines

@@ -14,25 +14,36 @@ at its outputs against the whole graph's reference (``graph_reference``). Its
 quantized (u8/s8) inputs are filled, like benchdnn's int8 ones, with the zero point
 plus small even steps, which every int8 kernel computes exactly (see
 ``_impl.fused._WITHOUT_VNNI``).
+
+Perf mode times what the library runs. A graph of the package's ops times each op as
+the functional API's own call on the graph's arrays, made once (``as_called``:
+``og.conv_transpose(..., out=...)`` and its siblings, or ``compile_op``'s call for a
+thread count or constant weights): its plan, lowering, form and thread count for the
+problem, its native hot path. A graph with an epilogue, or an fpmath mode the
+functional API has no argument for, is timed as oneDNN's partitions of it, which is how
+the API's fused calls run it too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from .. import _core, graph as _graph, graph_json as _graph_json, reference, shapes, tolerance
+from .. import (_core, graph as _graph, graph_json as _graph_json, ops as _ops, reference,
+               shapes, tolerance)
 from .._impl import (compiled as _compiled, arrays as _arrays, plan as _plan,
-                     registry as _registry, tuning as _tuning)
-from .._impl.call import prepare
+                     registry as _registry, tuning as _tuning, version as _version)
+from .._impl.call import prepare, tuning_enabled
 from . import graph_reference as _graph_reference
 from .._core import Tensor
+from ..operation import Operation, compile_op
 from ..errors import UnsupportedError
 
 #: The op kinds the driver checks: those the reference covers (the spec's ops, the
@@ -77,10 +88,29 @@ class Result:
     flops: int = 0
     lowerings: list[str] = field(default_factory=list)
     partitions: int = 0                   # how many oneDNN returned for the graph
+    # perf mode: how the graph was timed (a key of TIMED_AS), and the OpenMP threads
+    # each op ran on, by op id (0: oneDNN's default)
+    timed_as: str = ""
+    threads: dict[int, int] = field(default_factory=dict)
 
     @property
     def gflops(self) -> Optional[float]:
         return self.flops / self.median_ms / 1e6 if self.median_ms else None
+
+    def thread_counts(self) -> list[int]:
+        """The OpenMP threads the ops of a perf run ran on, each count once, oneDNN's
+        default (0 in ``threads``) as the count it stands for here."""
+        return sorted({n or _version.onednn_threads()[0] for n in self.threads.values()})
+
+    def threads_text(self) -> str:
+        """The threads of a perf run in words: "1 thread", "2 threads (oneDNN's
+        default)", or each op's where they differ."""
+        def words(n: int) -> str:
+            count = n or _version.onednn_threads()[0]
+            return f"{count} thread{'s' * (count != 1)}" + (" (oneDNN's default)" if not n else "")
+        if len(set(self.threads.values())) == 1:
+            return words(next(iter(self.threads.values())))
+        return ", ".join(f"op {op_id} {words(n)}" for op_id, n in self.threads.items())
 
     def __bool__(self) -> bool:
         return self.passed is True
@@ -261,6 +291,90 @@ def tune(graph: _graph.Graph) -> list[tuple[int, str, Any]]:
     return done
 
 
+#: How perf mode times a graph (``Result.timed_as``), in words: each op by the functional
+#: API's call, or where the API has no argument for the call (a thread count, constant
+#: weights) by ``compile_op``'s (``as_called``); or as oneDNN's partitions of the graph.
+TIMED_AS = {"api": "as the functional API runs it", "compile_op": "as og.compile_op runs it",
+            "partitions": "as oneDNN's partitions of the graph"}
+
+
+def times_as_called(graph: _graph.Graph) -> bool:
+    """Whether perf mode times `graph` as functional-API calls: every op is one of the
+    package's (an epilogue runs as oneDNN's partitions, in the API's fused calls
+    too) and the graph's fpmath mode is strict (the API has no other)."""
+    return graph.fpmath_mode == "strict" and all(op.kind in CONVOLUTIONS for op in graph.ops)
+
+
+@dataclass
+class AsCalled:
+    """One op of a graph as the library runs it: its compiled call (what
+    ``og.cache.cached_ops()`` lists: ``lowering``, ``threads``, ``compile_seconds``)
+    and one execution of it (``step``) on the graph's arrays, made once."""
+
+    op_id: int
+    compiled: Any
+    step: Callable[[], Any]
+    way: str  # "api" or "compile_op" (TIMED_AS)
+
+
+def as_called(graph: _graph.Graph, arrays: dict[int, np.ndarray],
+              threads: Optional[int] = None) -> list[AsCalled]:
+    """Each op of `graph` (``times_as_called``), in dependency order, as the library runs
+    it on `arrays` (by tensor id, the outputs included), called once (its first call
+    compiles it).
+
+    By default the step is the functional API's own call, ``og.<op>(*inputs, out=...,
+    **attrs)``: its plan, lowering, form, thread count (``_plan.threads``) and tuning,
+    its cache, and its hot path, the native call a repeated call is. Where the API has
+    no argument for the call, it is ``compile_op``'s: `threads` given (0: oneDNN's
+    default; ``compile_op(..., threads=N)``) or constant weights
+    (``constant_weights=True``): the same plan, compiled with that, and called as an
+    ``Operation`` (the same native call, without the API's cache lookup)."""
+    if threads and not _core.can_limit_threads():
+        threads = None  # oneDNN runs on its own threads whatever is asked (the CLI says so)
+    done = []
+    for op in _in_order(graph.ops):
+        call = _call(op)
+        names = _registry.input_names(op.kind)[:len(call.input_ids)]
+        inputs = [arrays[i] for i in call.input_ids]
+        out = arrays[op.outputs[0].id]
+        weights = names.index("weights") if "weights" in names else None
+        constant = weights if weights is not None and \
+            op.inputs[weights].property == "constant" else None
+        # The API's own call, unless it has no argument for this one or its cache is off
+        # (og.cache.set_cache_capacity(0): each call would compile again).
+        if threads is None and constant is None and _compiled.CACHE.capacity:
+            function = getattr(_ops, _registry.function(op.kind))
+            step: Callable[[], Any] = functools.partial(function, *inputs, out=out, **call.kwargs)
+            step()  # the first call plans and compiles it; the API's cache keeps it, newest
+            compiled, way = _compiled.CACHE.ops()[-1], "api"
+        else:
+            plan = _plan.plan_call(op.kind, names, inputs, call.kwargs)
+            prepared = prepare(plan, inputs, _compiled.meta(out), constant=constant,
+                               tune=tuning_enabled(), threads=threads)
+            operation = Operation(op.kind, plan.names, call.kwargs, prepared, constant,
+                                  plan.input_shapes)
+            taken = [a for i, a in enumerate(inputs) if i != constant]  # a constant is compiled in
+            step, compiled = functools.partial(operation, *taken, out=out), prepared.op
+            way = "compile_op"
+        done.append(AsCalled(op.id, compiled, step, way))
+    return done
+
+
+def _median_ms(steps: Sequence[Callable[[], Any]], repeat: int) -> float:
+    """The median milliseconds of `repeat` rounds of `steps`, after one untimed round
+    (the result's pages touched, the kernels' data in cache)."""
+    for step in steps:
+        step()
+    clock, times = time.perf_counter, []
+    for _ in range(repeat):
+        start = clock()
+        for step in steps:
+            step()
+        times.append(clock() - start)
+    return statistics.median(times) * 1e3
+
+
 def _fill(rng: np.random.Generator, lt: Any, exact_r: Optional[int],
           zero_point: int = 0) -> np.ndarray:
     a = _compiled.array_for(lt)
@@ -280,6 +394,9 @@ def _check_outputs(graph: _graph.Graph, calls: dict[int, _Call],
     produced = {t.id for op in graph.ops for t in op.outputs}
     values = {tid: a.astype(np.float64) for tid, a in arrays.items() if tid not in produced}
     bounds = {tid: np.zeros(a.shape) for tid, a in values.items()}
+    # The f32 terms behind each value's bound: an epilogue op's output carries those of
+    # the convolution before it (what the bound printed for it comes from).
+    terms = {tid: 0 for tid in values}
     consumed = {t.id for op in graph.ops for t in op.inputs}
     checks = []
     for op in _in_order(graph.ops):
@@ -288,8 +405,9 @@ def _check_outputs(graph: _graph.Graph, calls: dict[int, _Call],
         out = op.outputs[0]
         values[out.id], bounds[out.id] = _graph_reference.evaluate(
             op, [values[i] for i in ids], [bounds[i] for i in ids], call)
+        terms[out.id] = call.terms if call else max((terms[i] for i in ids), default=0)
         if out.id not in consumed:
-            checks.append(OpCheck(op.id, op.kind, out.dtype, call.terms if call else 0,
+            checks.append(OpCheck(op.id, op.kind, out.dtype, terms[out.id],
                                   tolerance.Comparison(arrays[out.id], values[out.id],
                                                        bounds[out.id] + 1e-30)))
     return checks
@@ -320,8 +438,12 @@ def _low_precision(p: _graph.Partition) -> bool:
 
 
 def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat: int = 10,
-        seed: int = 0) -> Result:
+        seed: int = 0, threads: Optional[int] = None) -> Result:
     """Execute `graph` once (correctness) or `repeat` times (perf) on oneDNN.
+
+    Perf mode times a graph of the package's ops as the functional API runs each op
+    (``as_called``; `threads` fixes the OpenMP threads of each, 0 oneDNN's default,
+    where the API would choose them), any other as oneDNN's partitions.
 
     Raises ValueError for a graph the driver cannot run, UnsupportedError when
     oneDNN returns a partition it does not support, and onednn_graph.Error when
@@ -369,8 +491,18 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
             arrays[tid] = _compiled.array_for(lts[tid], np.nan) if lts[tid].dtype not in \
                 _arrays.QUANTIZED else _compiled.array_for(lts[tid], 0)
 
-    engine, stream = _compiled.engine(), _compiled.stream()
     result = Result(passed=None, partitions=n_partitions)
+    result.flops = sum(c.flops for c in calls.values())
+    if perf and times_as_called(graph):
+        timed = as_called(graph, arrays, threads)
+        result.timed_as = "compile_op" if any(c.way == "compile_op" for c in timed) else "api"
+        result.compile_ms = sum(c.compiled.compile_seconds for c in timed) * 1e3
+        result.threads = {c.op_id: c.compiled.threads for c in timed}
+        result.lowerings = [f"op {c.op_id}: {c.compiled.lowering}" for c in timed
+                            if c.compiled.lowering != "native"]
+        result.median_ms = _median_ms([c.step for c in timed], repeat)
+        return result
+    engine, stream = _compiled.engine(), _compiled.stream()
     steps = []
     for p in partitions:
         ins = [lts[port.id] for port in p.input_ports]
@@ -393,18 +525,13 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
                          f"TypeCasts (no kernel for the dtype on {_core.cpu_isa()}, or only "
                          f"the reference one), {c.conversions}" for p, (c, _, _) in zip(partitions, steps)
                          if c.runs_in_f32]
-    result.flops = sum(c.flops for c in calls.values())
     if epilogue and not perf:
         result.checks = _check_outputs(graph, calls, arrays)
         result.passed = all(c.comparison.ok for c in result.checks)
         return result
-    if perf:
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            execute()
-            times.append((time.perf_counter() - start) * 1e3)
-        result.median_ms = statistics.median(times)
+    if perf:  # as the API's fused calls run their partitions: on oneDNN's default threads
+        result.timed_as, result.threads = "partitions", {op.id: 0 for op in graph.ops}
+        result.median_ms = _median_ms([execute], repeat)
         return result
     for op in graph.ops:
         call, out = calls[op.id], op.outputs[0]
