@@ -50,8 +50,8 @@ def _own_tuning_database(monkeypatch, tmp_path):
 @pytest.fixture(autouse=True)
 def _tuning_never_sees_a_busy_machine(monkeypatch, request):
     """Tests that tune expect a decision to be stored; another process loading the CI
-    machine must not make them fail. Only test_tuning_verdict.py measures how busy
-    the machine is (its tests take the real threshold)."""
+    machine must not make them fail. Only test_tuning_verdict.py's tests (marked
+    busy_machine) keep the real threshold, and they give tuning its load readings."""
     if request.node.get_closest_marker("busy_machine") is None:
         from onednn_graph._impl import tuning as _tuning
         monkeypatch.setattr(_tuning, "BUSY_SHARE", float("inf"))
