@@ -340,8 +340,10 @@ class FusedOperation(Operation):
     @property
     def compute_dtype(self) -> np.dtype:
         """The dtype of the oneDNN partition computing the op: float32 where it is
-        quantized (oneDNN dequantizes into it), else the inputs'."""
-        return np.dtype(self._call.compute)
+        quantized (oneDNN dequantizes into it) or where a bf16/f16 chain runs in f32
+        between TypeCasts (this CPU's oneDNN has no kernel for the dtype), else the
+        inputs'."""
+        return np.dtype(np.float32) if self._call.runs_in_f32 else np.dtype(self._call.compute)
 
     @property
     def threads(self) -> Optional[int]:

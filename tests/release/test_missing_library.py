@@ -52,6 +52,10 @@ def test_a_missing_libdnnl_is_named_with_its_package_and_the_folder_searched(
         package_without_dependencies):
     if not shutil.which("readelf"):
         pytest.skip("needs readelf (binutils) for the independent RUNPATH")
+    [module] = package_without_dependencies.glob("_core*.so")
+    if any((Path(folder) / "libdnnl.so.3").exists() for folder in _runpath_by_readelf(module)):
+        pytest.skip("the module's RUNPATH names a folder of its own build's libdnnl.so.3 (a "
+                    "build against ONEDNN_ROOT, e.g. oneDNN 3.13): the copy still finds it")
     env = {k: v for k, v in os.environ.items() if k not in ("LD_LIBRARY_PATH", "PYTHONPATH")}
     env["PYTHONPATH"] = str(package_without_dependencies.parent)
     # -S: no site-packages, so the installed package (and its libdnnl) stays out of sight
@@ -61,7 +65,6 @@ def test_a_missing_libdnnl_is_named_with_its_package_and_the_folder_searched(
     said = result.stderr
     assert "ImportError: onednn_graph's native module cannot load: libdnnl.so.3 (oneDNN) was not found" in said
     assert 'pip install "onednn-cpu-gomp==2023.2.0"' in said
-    [module] = package_without_dependencies.glob("_core*.so")
     folders = _runpath_by_readelf(module)
     assert folders and f"The module looked in {', '.join(folders)} (its RUNPATH)" in said
     assert "libgomp.so.1" in said and "libgomp1 on Debian" in said

@@ -121,6 +121,9 @@ class Fused:
             ins, outs = list(p.input_ports), list(p.output_ports)
             self.parts.append((p.compile(ins, outs, _compiled.engine()), ins, outs))
         self.partitions = len(self.parts)
+        # oneDNN has no kernel for the dtype here: its partitions run in f32 between
+        # TypeCasts (3.13 returns such a chain op by op, 3.2 as one partition).
+        self.runs_in_f32 = any(compiled.runs_in_f32 for compiled, _, _ in self.parts)
         self.lock = threading.Lock()
 
     def run(self, arrays: dict[int, np.ndarray]) -> None:
@@ -375,6 +378,12 @@ class _Call(_compiled.FusedEntry):
         """The oneDNN partitions a call runs: its stages' and the op's own where it is
         lowered."""
         return sum(f.partitions for f in self.stages) + int(self.lowered)
+
+    @property
+    def runs_in_f32(self) -> bool:
+        """Whether a partition of the chain runs in f32 between TypeCasts (this CPU's
+        oneDNN has no kernel for the dtype)."""
+        return any(f.runs_in_f32 for f in self.stages)
 
     def graph(self) -> Any:
         """The call's graph as ``graph_of`` gives it (what its reproducer writes)."""

@@ -88,6 +88,9 @@ class Result:
     flops: int = 0
     lowerings: list[str] = field(default_factory=list)
     partitions: int = 0                   # how many oneDNN returned for the graph
+    # of them, those oneDNN reported unsupported for their bf16/f16 dtype (no kernel
+    # here: oneDNN 3.13 then returns a fused chain op by op), run in f32 between TypeCasts
+    unsupported_low_precision: int = 0
     # perf mode: how the graph was timed (a key of TIMED_AS), and the OpenMP threads
     # each op ran on, by op id (0: oneDNN's default)
     timed_as: str = ""
@@ -491,7 +494,8 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
             arrays[tid] = _compiled.array_for(lts[tid], np.nan) if lts[tid].dtype not in \
                 _arrays.QUANTIZED else _compiled.array_for(lts[tid], 0)
 
-    result = Result(passed=None, partitions=n_partitions)
+    result = Result(passed=None, partitions=n_partitions, unsupported_low_precision=sum(
+        not p.is_supported for p in partitions))  # every one low precision, by ``bad``
     result.flops = sum(c.flops for c in calls.values())
     if perf and times_as_called(graph):
         timed = as_called(graph, arrays, threads)
