@@ -152,8 +152,19 @@ def test_cli_sessions_run_from_a_clone(block, tmp_path):
             f"cli.md:{block.line}: sessions run onednn-graph from a clone, not {line[0]!r}"
         result = subprocess.run([sys.executable, "-m", "onednn_graph", *words[1:]], cwd=ROOT,
                                 env=env, capture_output=True, text=True, timeout=600)
+        if result.returncode == 1 and int(line["status"] or 0) == 0 and _only_split_counts(result.stdout):
+            continue  # as cli.md says: oneDNN 3.13 without a kernel for the case's dtype here
         assert result.returncode == int(line["status"] or 0), \
             f"cli.md:{block.line}: {line[0]}\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
+
+
+def _only_split_counts(out):
+    """Whether every FAIL of a run is the partition count of a chain that oneDNN 3.13
+    split for want of a kernel for the dtype here (what cli.md's Statuses describe)."""
+    v = og.system.onednn_version()
+    fails = [line for line in out.splitlines() if re.match(r"\d+:FAIL ", line)]
+    split = out.count("so it returned the graph split")
+    return (v.major, v.minor) >= (3, 13) and fails and split == len(fails)
 
 
 def _quickstart(tmp_path, env):

@@ -35,6 +35,8 @@ LAYERS = [
     ("1 geometry", {"shapes"}),
     # The native module reads the dtype table from _impl.arrays when it loads.
     ("2 the NumPy boundary: the dtype table and caller arrays", {"_impl.arrays"}),
+    ("2 how the OpenMP runtime waits, set before it loads (imports nothing of the package)",
+     {"_openmp"}),
     ("2 the native module", {"_core"}),
     ("2 why the native module did not load (imports nothing of the package)", {"_load_error"}),
     ("2 the linked library", {"_impl.version"}),

@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence
 import ml_dtypes
 import numpy as np
 
-from .. import _core
+from .. import _core, _openmp
 from .._impl import casts as _casts, kernels as _kernels, version as _version
 from . import fusion as _fusion
 
@@ -29,7 +29,8 @@ def capabilities() -> dict[str, Any]:
     ``ml_dtypes``, ``python``, ``cpu`` (the model name), ``cpu_isa`` (what oneDNN
     dispatches to, after any ``ONEDNN_MAX_CPU_ISA``), ``threads`` (and
     ``threads_source``), ``constant_tensor_cache`` (its current setting; at
-    start-up, oneDNN's default), ``kernels``: ``_kernels.summary()``, one dict per
+    start-up, oneDNN's default), ``openmp_wait`` (how long oneDNN's idle OpenMP
+    threads spin before they sleep, and who chose it: ``_openmp``), ``kernels``: ``_kernels.summary()``, one dict per
     op and dtype saying which kernel the linked oneDNN has for it on this CPU
     (``kernel``: native, reference or none, and its ``implementation``) and
     how the package runs it (``runs``: native, or ``f32 chain``: in f32 between
@@ -68,6 +69,9 @@ def capabilities() -> dict[str, Any]:
         "threads": threads,
         "threads_source": source,
         "constant_tensor_cache": _core.get_constant_tensor_cache(),
+        # how long idle OpenMP threads spin before they sleep, and who chose it
+        "openmp_wait": _openmp.STATE if v.cpu_runtime == "omp" else
+        f"not OpenMP's to set: oneDNN runs on {v.cpu_runtime}",
         "kernels": _kernels.summary(),
         "conversions": _casts.summary(),
         "faster_in_f32": _kernels.faster_in_f32_summary(),
@@ -125,7 +129,8 @@ def _report(caps: dict[str, Any], width: Optional[int], everything: bool) -> str
         f"ml_dtypes {caps['ml_dtypes']})",
         f"oneDNN {o['version']} ({o['cpu_runtime']}, {o['hash'][:12]}) on {caps['cpu']}: CPU ISA "
         f"{caps['cpu_isa']}, {caps['threads']} threads ({caps['threads_source']})",
-        f"constant-tensor cache: {'on' if caps['constant_tensor_cache'] else 'off'}",
+        f"constant-tensor cache: {'on' if caps['constant_tensor_cache'] else 'off'}; "
+        f"idle OpenMP threads spin: {caps['openmp_wait']}",
     ]
     lines += _kernel_table(caps["cpu_isa"], caps["kernels"], width, everything)
     f = caps["faster_in_f32"]
