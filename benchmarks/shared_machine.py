@@ -129,6 +129,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                         help="leave OMP_NUM_THREADS unset (default: the core count)")
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", nargs="*", default=[],
+                        help="run only the scenarios whose names start with these words "
+                             "(e.g. alone 2)")
     parser.add_argument("--out", help="write every figure to this JSON file")
     args = parser.parse_args(argv)
     cores = len(os.sched_getaffinity(0))
@@ -141,7 +144,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     columns = [(py, var) for py in args.python for var in variants]
     results: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     runtimes: dict[str, str] = {}
-    scenarios = _scenarios(cores, torch_python is not None)
+    scenarios = [s for s in _scenarios(cores, torch_python is not None)
+                 if not args.only or any(s[0].startswith(w) for w in args.only)]
     for _ in range(args.rounds):
         for name, processes, companion in scenarios:
             for py, var in columns:

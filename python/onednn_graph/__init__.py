@@ -43,11 +43,8 @@ try:
 except _metadata.PackageNotFoundError:  # pragma: no cover - not installed
     __version__ = "unknown"
 
-from . import _openmp
-
 try:
-    with _openmp.spin_default():  # libgomp reads how long to spin as it loads, with _core
-        from . import _core  # noqa: F401  (fails here, with advice, if the build is missing)
+    from . import _core  # noqa: F401  (fails here, with advice, if the build is missing)
 except ImportError as exc:
     from ._load_error import message as _load_error_message
     raise ImportError(_load_error_message(exc)) from exc

@@ -70,7 +70,7 @@ def scripted(monkeypatch):
     def timed(op, inputs, target, n):
         return script["times"][op.kind]
 
-    class Load:  # _tuning._OthersLoad, reading the given share of others' CPU time
+    class Load:  # machine_load.OthersLoad, reading the given share of others' CPU time
         def __enter__(self):
             self.share = script["load"]
             return self
@@ -79,7 +79,7 @@ def scripted(monkeypatch):
             return None
 
     monkeypatch.setattr(_tuning, "_timed", timed)
-    monkeypatch.setattr(_tuning, "_OthersLoad", Load)
+    monkeypatch.setattr(_tuning._machine_load, "OthersLoad", Load)
     return script
 
 
@@ -156,7 +156,7 @@ def test_the_load_reading_counts_other_processes_and_not_this_one():
     # The reading itself, not a decision: this process's own work is not "others", a
     # spinning child's is (the share it reads depends on the machine: only its sign and
     # bounds are held here; benchmarks/tuning_busy.py reports real decisions under load).
-    with _tuning._OthersLoad() as own:
+    with _tuning._machine_load.OthersLoad() as own:
         end = time.perf_counter() + 0.3
         while time.perf_counter() < end:
             pass
@@ -164,7 +164,7 @@ def test_the_load_reading_counts_other_processes_and_not_this_one():
     spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.1)
-        with _tuning._OthersLoad() as others:
+        with _tuning._machine_load.OthersLoad() as others:
             time.sleep(0.5)
     finally:
         spin.kill()

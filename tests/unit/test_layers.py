@@ -35,12 +35,10 @@ LAYERS = [
     ("1 geometry", {"shapes"}),
     # The native module reads the dtype table from _impl.arrays when it loads.
     ("2 the NumPy boundary: the dtype table and caller arrays", {"_impl.arrays"}),
-    ("2 how the OpenMP runtime waits, set before it loads (imports nothing of the package)",
-     {"_openmp"}),
     ("2 the native module", {"_core"}),
     ("2 why the native module did not load (imports nothing of the package)", {"_load_error"}),
     ("2 the linked library", {"_impl.version"}),
-    ("2 rules", {"_impl.lowering", "_impl.kernels", "_impl.casts",
+    ("2 rules", {"_impl.lowering", "_impl.kernels", "_impl.casts", "_impl.machine_load",
                  "_impl.kept_apart", "_impl.dataflow"}),
     ("2 plans, compiled ops", {"_impl.plan", "_impl.compiled", "_impl.json_format"}),
     ("2 a compiled op on views of the arrays", {"_impl.formed"}),

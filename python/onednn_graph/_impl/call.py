@@ -14,13 +14,14 @@ every buffer again).
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
 from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, casts as _casts, compiled as _compiled,
-               kernels as _kernels, lowering as _lowering,
+               kernels as _kernels, lowering as _lowering, machine_load as _machine_load,
                matmul_form as _matmul_form, packed_form as _packed_form, plan as _plan,
                polyphase_form as _polyphase_form, tuning as _tuning, tuning_db as _tuning_db,
                unreached as _unreached)
@@ -121,7 +122,7 @@ class Prepared:
 def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional[tuple] = None,
             constant: Optional[int] = None,
             copied: Optional[tuple[bool, ...]] = None,
-            tune: bool = False, threads: Optional[int] = None) -> Prepared:
+            tune: bool = False, threads: Optional[int] = None, busy_threads: int = 0) -> Prepared:
     """Build the planned call `cp` (``_plan.plan_call``) for `inputs` (from
     ``_arrays.as_input``): compile it, and with `tune` time its formulations.
 
@@ -133,7 +134,9 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
     `tune`, every lowering of the problem is compiled and timed (on the given
     inputs and a result array of its own), and the fastest is kept. `threads`
     fixes the OpenMP thread count (0: oneDNN's default); by default
-    ``_plan.threads`` chooses, and tuning tries both.
+    ``_plan.threads`` chooses, and tuning tries both, and where that is all of
+    them, `busy_threads` (> 0: the count others leave on a busy machine,
+    ``machine_load.LIMIT``) replaces it.
     """
     kind, dtype, plan, input_shapes = cp.kind, cp.dtype, cp.plan, cp.input_shapes
     native, way, result_shape, out_perm = cp.native, cp.way, cp.result_shape, cp.out_perm
@@ -193,6 +196,8 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
         way, threads, in_f32 = decided
     elif threads is None:
         threads = _plan.threads(size)
+    if chosen_threads and busy_threads and not threads:
+        threads = busy_threads
     op: Any = None
     if way.unreached:  # no kernel window reaches the output: nothing to compile
         op = _unreached.Unreached(kind, dtype_name(dtype), [_compiled.meta(a) for a in arrays],
@@ -397,6 +402,17 @@ def _python_signature(kind: str, arrays: Sequence[Any], out: Any,
     return (kind, tuple(metas), out, tuple([_freeze(v) for v in values]))
 
 
+def signature_values(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A call's keyword `values` as its cache signature holds them: with the thread
+    count a busy machine leaves new calls (``machine_load.LIMIT``; 0 on a quiet one),
+    so that a call compiled for fewer threads is another entry. (``LIMIT.current()``
+    written out: a cached call's Python stays in three files.)"""
+    limit = _machine_load.LIMIT
+    if time.monotonic() >= limit.next_check:
+        limit.refresh()
+    return values + (limit.threads,)
+
+
 def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
         keys: tuple[str, ...], values: tuple[Any, ...]) -> Any:
     """The functional API's body: find or prepare the call, then run it.
@@ -407,7 +423,8 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
     """
     # A cached call that can run on the caller's arrays as they are: one native
     # call finds and runs it (its key is the call_signature below).
-    result = _compiled.CACHE.call(_compiled.stream(), kind, arrays, out, values)
+    keyed = signature_values(values)
+    result = _compiled.CACHE.call(_compiled.stream(), kind, arrays, out, keyed)
     if result is not None:
         return result
     if not all(type(a) is np.ndarray for a in arrays) or not (out is None or type(out) is np.ndarray):
@@ -422,10 +439,10 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
         return out
     # Any other call. The cache key: the usual call (ndarrays; None, int, str or
     # int-sequence values) encoded natively as bytes, any other in Python.
-    key = _core.call_signature(kind, arrays, out, values)
+    key = _core.call_signature(kind, arrays, out, keyed)
     native_key = key is not None
     if key is None:
-        key = _python_signature(kind, arrays, out, values)
+        key = _python_signature(kind, arrays, out, keyed)
     prepared = _compiled.CACHE.lookup(key) if key is not None else None
     if prepared is not None and not native_key:
         # CACHE.call above already tried the direct call under a native key.
@@ -444,7 +461,8 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
         # as_input returns the caller's own array unless it had to copy it.
         copied = tuple(i is not a for i, a in zip(inputs, arrays))
         cp = _plan.plan_call(kind, names, inputs, dict(zip(keys, values)))
-        prepared = prepare(cp, inputs, out_meta, copied=copied, tune=_tune_new)
+        prepared = prepare(cp, inputs, out_meta, copied=copied, tune=_tune_new,
+                           busy_threads=keyed[-1])
         if key is not None:
             _compiled.CACHE.store(key, prepared, prepared.op.compile_seconds, prepared.direct)
     elif prepared.any_copy:

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import arrays as _arrays
+from . import arrays as _arrays, machine_load as _machine_load
 from ..errors import Error, UnsupportedError
 
 _engine: Any = None
@@ -239,6 +239,13 @@ def cached_ops() -> list[Any]:
 #: Counts clear_cache and set_cache_capacity calls: a caller that keeps a cached call's
 #: native runner beside the cache (onednn_graph.torch's layers) drops it when this moves.
 generation = 0
+
+
+def current_generation() -> tuple[int, int]:
+    """``generation`` and the thread count a busy machine leaves new calls
+    (``machine_load.LIMIT``, read again when due): a caller that keeps a cached call's
+    native runner looks it up again when either moves, as a functional call would."""
+    return generation, _machine_load.LIMIT.current()
 
 
 def clear_cache() -> None:

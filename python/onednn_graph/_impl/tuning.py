@@ -20,14 +20,14 @@ stored when other processes took a share of the CPU while the candidates ran
 from __future__ import annotations
 
 import contextlib
-import os
-import resource
 import statistics
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
+
+from . import machine_load as _machine_load
 
 # Under ``recheck()`` (``onednn-graph tune``), a stored decision for a formulation other
 # than the default is measured again, all candidates, instead of being trusted: a
@@ -83,43 +83,6 @@ class Verdict:
     why: str
 
 
-def _cpu_ticks() -> Optional[tuple[int, int]]:
-    """(busy, total) ticks of every CPU of the machine since boot (/proc/stat;
-    steal counts as busy), or None where there is no /proc/stat."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + fields[4]  # idle, iowait
-    return sum(fields) - idle, sum(fields)
-
-
-def _own_ticks() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return (usage.ru_utime + usage.ru_stime) * os.sysconf("SC_CLK_TCK")
-
-
-class _OthersLoad:
-    """The share of the machine's CPU time that other processes (and steal) took
-    while the block ran: ``share``, or None where the OS does not say."""
-
-    def __enter__(self) -> "_OthersLoad":
-        self.share: Optional[float] = None
-        self._start, self._own = _cpu_ticks(), _own_ticks()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        end = _cpu_ticks()
-        if self._start is None or end is None or end[1] <= self._start[1]:
-            return
-        busy, total = end[0] - self._start[0], end[1] - self._start[1]
-        # Each CPU's counters move in whole ticks (10 ms), so a short measurement
-        # reads up to about two ticks per CPU too many or too few: not counted.
-        others = busy - (_own_ticks() - self._own) - 2 * (os.cpu_count() or 1)
-        self.share = max(0.0, others) / total
-
-
 def _timed(op: Any, inputs: list[np.ndarray], target: np.ndarray, n: int) -> float:
     start = time.perf_counter()
     for _ in range(n):
@@ -169,7 +132,7 @@ def fastest(ops: Sequence[Any], inputs: list[np.ndarray], target: np.ndarray) ->
         once = _timed(op, inputs, target, 1)
         calls.append(max(1, min(100, int(SECONDS_PER_ROUND / max(once, 1e-7)))))
     samples: list[list[float]] = [[] for _ in ops]
-    with _OthersLoad() as load:
+    with _machine_load.OthersLoad() as load:
         for done in range(MAX_ROUNDS):
             for op, n, sample in zip(ops, calls, samples):
                 sample.append(_timed(op, inputs, target, n))

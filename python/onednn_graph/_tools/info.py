@@ -9,8 +9,9 @@ from typing import Any, Optional, Sequence
 import ml_dtypes
 import numpy as np
 
-from .. import _core, _openmp
-from .._impl import casts as _casts, kernels as _kernels, version as _version
+from .. import _core
+from .._impl import casts as _casts, kernels as _kernels, machine_load as _machine_load, \
+    version as _version
 from . import fusion as _fusion
 
 
@@ -29,8 +30,10 @@ def capabilities() -> dict[str, Any]:
     ``ml_dtypes``, ``python``, ``cpu`` (the model name), ``cpu_isa`` (what oneDNN
     dispatches to, after any ``ONEDNN_MAX_CPU_ISA``), ``threads`` (and
     ``threads_source``), ``constant_tensor_cache`` (its current setting; at
-    start-up, oneDNN's default), ``openmp_wait`` (how long oneDNN's idle OpenMP
-    threads spin before they sleep, and who chose it: ``_openmp``), ``kernels``: ``_kernels.summary()``, one dict per
+    start-up, oneDNN's default), ``load_aware``
+    (``set_load_aware``: ``enabled``, ``threads`` new calls get now, 0 for all, and
+    ``others_cpus``, the CPUs' worth other processes used at the last reading, None
+    before one), ``kernels``: ``_kernels.summary()``, one dict per
     op and dtype saying which kernel the linked oneDNN has for it on this CPU
     (``kernel``: native, reference or none, and its ``implementation``) and
     how the package runs it (``runs``: native, or ``f32 chain``: in f32 between
@@ -69,9 +72,10 @@ def capabilities() -> dict[str, Any]:
         "threads": threads,
         "threads_source": source,
         "constant_tensor_cache": _core.get_constant_tensor_cache(),
-        # how long idle OpenMP threads spin before they sleep, and who chose it
-        "openmp_wait": _openmp.STATE if v.cpu_runtime == "omp" else
-        f"not OpenMP's to set: oneDNN runs on {v.cpu_runtime}",
+        # the threads a busy machine leaves new calls (0: all), from what others use
+        "load_aware": {"enabled": _machine_load.LIMIT.enabled,
+                       "threads": _machine_load.LIMIT.threads,
+                       "others_cpus": _machine_load.LIMIT.others_cpus},
         "kernels": _kernels.summary(),
         "conversions": _casts.summary(),
         "faster_in_f32": _kernels.faster_in_f32_summary(),
@@ -88,6 +92,14 @@ def report(caps: dict[str, Any], width: Optional[int] = None, everything: bool =
     within `width` columns (a table too wide becomes a block per row, prose is wrapped),
     or None: a table row per line."""
     return "\n".join(_fit(line, width) for line in _report(caps, width, everything).split("\n"))
+
+
+def _load_text(load: dict[str, Any]) -> str:
+    """``capabilities()["load_aware"]`` in words."""
+    if not load["enabled"]:
+        return "new calls run on oneDNN's threads however busy (set_load_aware(False))"
+    now = "all threads now" if not load["threads"] else f"{load['threads']} thread(s) now"
+    return f"new calls run on the CPUs other processes leave ({now})"
 
 
 def version_line() -> str:
@@ -130,7 +142,7 @@ def _report(caps: dict[str, Any], width: Optional[int], everything: bool) -> str
         f"oneDNN {o['version']} ({o['cpu_runtime']}, {o['hash'][:12]}) on {caps['cpu']}: CPU ISA "
         f"{caps['cpu_isa']}, {caps['threads']} threads ({caps['threads_source']})",
         f"constant-tensor cache: {'on' if caps['constant_tensor_cache'] else 'off'}; "
-        f"idle OpenMP threads spin: {caps['openmp_wait']}",
+        f"on a busy machine: {_load_text(caps['load_aware'])}",
     ]
     lines += _kernel_table(caps["cpu_isa"], caps["kernels"], width, everything)
     f = caps["faster_in_f32"]

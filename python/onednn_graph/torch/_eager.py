@@ -81,18 +81,18 @@ class Runner:
         self.weights_values = _native.with_format(call.weights_values, self.axes)
         self.forward = self.backward_data = self.backward_weights = None
         self.bias_sum: Any = None  # the compiled sum of the result's gradient (_channel_sum)
-        self.generation = _compiled.generation  # the cache's: cleared, these go too
+        self.generation = _compiled.current_generation()  # cleared or busy: these go
 
     def run(self, slot: str, kind: str, arrays: tuple, target: np.ndarray, values: tuple) -> None:
         """`kind` on `arrays` into `target` by the native call in `slot`, or by the
         functional API (which then fills the slot)."""
         direct = getattr(self, slot)
-        if direct is not None and self.generation == _compiled.generation \
+        if direct is not None and self.generation == _compiled.current_generation() \
                 and direct.run(_compiled.stream(), arrays, target) is not None:
             return
-        if self.generation != _compiled.generation:
+        if self.generation != _compiled.current_generation():
             self.forward = self.backward_data = self.backward_weights = None
-            self.generation = _compiled.generation
+            self.generation = _compiled.current_generation()
         if self.keep:
             setattr(self, slot, _native.runner(kind, arrays, target, values))
         else:
@@ -107,7 +107,7 @@ class Runner:
             x, target = x.transpose(self.axes), target.transpose(self.axes)
         arrays = (x, self.w) if self.b is None else (x, self.w, self.b)
         direct = self.forward
-        if direct is None or self.generation != _compiled.generation \
+        if direct is None or self.generation != _compiled.current_generation() \
                 or direct.run(_compiled.stream(), arrays, target) is None:
             self.run("forward", _CT, arrays, target, self.values)
         return out, x

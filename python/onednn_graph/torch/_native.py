@@ -25,7 +25,7 @@ import torch
 from torch import _prims_common  # suggest_memory_format: Tensor.suggest_memory_format's rule
 
 from .. import _core, ops as _ops, shapes
-from .._impl import arrays as _arrays, compiled as _compiled, registry as _registry
+from .._impl import arrays as _arrays, call as _call, compiled as _compiled, registry as _registry
 from ._channel_sum import channel_sum
 
 __all__ = ["memory_format", "conv_transpose_shape", "conv_transpose",
@@ -120,7 +120,7 @@ def runner(kind: str, arrays: tuple, target: np.ndarray, values: tuple) -> Any:
     ``DirectCall``), for a caller that runs the same arrays' layouts again; None where
     the call has none (one the package crops, permutes or copies for)."""
     run(kind, arrays, target, values)
-    key = _core.call_signature(kind, arrays, target, values)
+    key = _core.call_signature(kind, arrays, target, _call.signature_values(values))
     prepared = _compiled.CACHE.lookup(key) if key is not None else None
     return getattr(prepared, "direct", None)
 
