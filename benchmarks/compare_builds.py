@@ -9,7 +9,8 @@ scripts/test_onednn_3_13.sh makes it) each run a worker process that imports its
 onednn_graph and times the functional call of the suite's problems
 (benchmarks/suite.py: cases x ops x data formats). The workers take turns, round by
 round, one batch each, so both see the same machine; the table gives each build's
-median per call and their ratio. Run it on a quiet machine.
+median per call and their ratio. Run it on a quiet machine, or with `--spinners N` beside
+N processes that spin on the CPU (a busy one).
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--target-ms", type=float, default=10.0, help="time per batch")
     parser.add_argument("--out", default=None, help="write the table here too")
+    parser.add_argument("--spinners", type=int, default=0,
+                        help="processes that spin on the CPU beside the whole run (a busy machine)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     dtypes, cases = args.dtypes.split(","), set(filter(None, args.cases.split(",")))
@@ -127,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         worker(dtypes, cases, args.target_ms * 1e-3)
         return 0
     builds = [Worker(sys.executable, shared), Worker(args.other, shared)]
+    spinning = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(args.spinners)]
     start = time.perf_counter()
     try:
         about = [w.ask("describe") for w in builds]
@@ -148,12 +153,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for w in builds:
             w.close()
+        for p in spinning:
+            p.kill()
+            p.wait()
     ratios = [b / a for *_, a, b in rows]
     geomean = statistics.geometric_mean(ratios)
     lines = [
         f"`python benchmarks/compare_builds.py --other <3.13 venv>/bin/python --dtypes {args.dtypes} "
-        f"--rounds {args.rounds}` on {about[0]['cpu']}, {os.cpu_count()} cores, CPU ISA "
-        f"{about[0]['isa']}; {time.perf_counter() - start:.0f} s. Median ms per functional call "
+        f"--rounds {args.rounds}" + (f" --spinners {args.spinners}" if args.spinners else "") +
+        f"` on {about[0]['cpu']}, {os.cpu_count()} cores, CPU ISA "
+        f"{about[0]['isa']}; {time.perf_counter() - start:.0f} s"
+        + (f", beside {args.spinners} processes that spin on the CPU" if args.spinners else ", quiet")
+        + ". Median ms per functional call "
         f"(`out=` given) over {args.rounds} alternating batches of about {args.target_ms:g} ms.",
         "",
         f"| case | op | dtype | format | oneDNN {about[0]['onednn']} ms | "

@@ -13,11 +13,14 @@ leaves it unset too). Each `--python` (a build of the package: e.g. the oneDNN 3
 environment of scripts/test_onednn_3_13.sh) runs every scenario, the builds taking
 turns scenario by scenario, `--rounds` times; the report gives each scenario's median
 ms per call in the package's processes (the median over the processes and rounds of
-each process's median), its throughput in calls per second, and the ratio to alone.
+each process's median) and its ratio to alone, the mean ms per call (a process's
+seconds over its calls: slow calls weigh as they cost), and the throughput of all the
+package's processes together in calls per second.
 
 `--env NAME=VALUE` adds a variable to the package's processes (e.g.
-OMP_WAIT_POLICY=passive, GOMP_SPINCOUNT=10000, ONEDNN_GRAPH_SPINCOUNT=default); a
-variant is one more column per build.
+ONEDNN_GRAPH_LOAD_AWARE=0, OMP_WAIT_POLICY=passive, GOMP_SPINCOUNT=10000; '' for none);
+each variant is one more column per build. `--only alone 2` runs only the scenarios
+whose names start with those words.
 
 A report of the machine, not a test: run it on a quiet machine.
 """
@@ -160,7 +163,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"{_version.cpu_model()}, {cores} CPUs; OMP_NUM_THREADS="
           f"{base.get('OMP_NUM_THREADS', 'unset')}; {args.rounds} rounds of {args.seconds} s")
     heads = [f"{runtimes[py]}{' ' + var if var else ''}" for py, var in columns]
-    print("| scenario | " + " | ".join(f"{h}: ms/call (x alone), calls/s" for h in heads) + " |")
+    print("| scenario | " + " | ".join(f"{h}: median ms/call (x alone), mean ms/call, calls/s"
+                                      for h in heads) + " |")
     print("|---" * (len(columns) + 1) + "|")
     table = []
     for name, processes, _ in scenarios:
@@ -170,9 +174,11 @@ def main(argv: Optional[list[str]] = None) -> int:
             ms = statistics.median(r["median_ms"] for r in reports)
             alone = statistics.median(r["median_ms"] for r in results[("alone", py, var)])
             rate = sum(r["calls"] for r in reports) / args.rounds / args.seconds
-            cells.append(f"{ms:.2f} ({ms / alone:.2f}x), {rate:.0f}")
+            # a process's mean: its window over its calls (slow calls weigh as they cost)
+            mean = statistics.median(1e3 * args.seconds / max(r["calls"], 1) for r in reports)
+            cells.append(f"{ms:.2f} ({ms / alone:.2f}x), {mean:.2f}, {rate:.0f}")
             table.append(dict(scenario=name, build=runtimes[py], env=var, median_ms=ms,
-                              vs_alone=ms / alone, calls_per_s=rate,
+                              vs_alone=ms / alone, mean_ms=mean, calls_per_s=rate,
                               medians_ms=[r["median_ms"] for r in reports]))
         print(f"| {name} | " + " | ".join(cells) + " |")
     if args.out:

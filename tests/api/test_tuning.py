@@ -198,17 +198,18 @@ DEFAULTS = [
 
 # Where AMD Zen 4 (avx512_core_bf16) differs from the AVX-512 column: f32 NXC
 # ConvTransposeBackwardData with groups = 1 runs as the forward Convolution there, as
-# below AVX-512 (0.32-0.96x the native time on 18 of 20 shapes).
+# below AVX-512 (0.32-0.96x the native time on 18 of 20 shapes; with oneDNN 3.13
+# 0.53-0.91x on 9 of 10).
 ZEN4 = {("ConvTransposeBackwardData", "f32", "NXC", 1): "Convolution"}
 
 
 def _default(kind, dtype, data_format, groups, on_avx512, below, isa, version):
     """The formulation DEFAULTS gives on `isa` with oneDNN `version`: the op as
-    written where that pair was not measured (_lowering.MEASURED)."""
+    written where that pair was not measured (_lowering.measured)."""
     wide = _lowering.avx512(isa)
-    if (version, wide) not in _lowering.MEASURED:
+    if not _lowering.measured(version, isa):
         return kind
-    if isa == "avx512_core_bf16" and version == (3, 2):
+    if isa == "avx512_core_bf16" and version in ((3, 2), (3, 13)):
         on_avx512 = ZEN4.get((kind, dtype, data_format, groups), on_avx512)
     return on_avx512 if wide else below
 
@@ -277,7 +278,7 @@ def test_only_a_tiny_conv_transpose_without_bias_runs_as_convolution_backward_da
     names = ("src", "weights", "bias")[:len(args)]
     op = og.compile_op("ConvTranspose", **dict(zip(names, args)), strides=2)
     isa = og.system.cpu_isa()
-    if (_version.linked_version(), _lowering.avx512(isa)) not in _lowering.MEASURED:
+    if not _lowering.measured(_version.linked_version(), isa):
         runs_as = "ConvTranspose"  # an unmeasured oneDNN and CPU family: as written
     assert op._prepared.op.kind == runs_as
     # f32 NXC, 144 products per output: within rounding of the float64 reference
@@ -309,7 +310,7 @@ def test_tuning_a_problem_whose_default_is_an_alternative_times_the_native_op_to
     p = _problem("ConvTransposeBackwardWeights", GEOMETRIES[1], "NXC", "f32", "depthwise")
     x, dy = p.args
     v = _version.linked_version()
-    if (v, _lowering.avx512(og.system.cpu_isa())) not in _lowering.MEASURED:
+    if not _lowering.measured(v, og.system.cpu_isa()):
         pytest.skip(f"oneDNN {v} was not measured on this CPU family: no default alternative")
     op = og.compile_op("ConvTransposeBackwardWeights", src=x, diff_dst=dy, threads=0,
                        tune=True, **p.kwargs)

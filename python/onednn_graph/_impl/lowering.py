@@ -463,6 +463,18 @@ def avx512(isa: str) -> bool:
 #: measures: a rule read off one library's kernels is not assumed of another's.
 MEASURED: frozenset[tuple[tuple[int, int], bool]] = frozenset({
     ((3, 2), True), ((3, 2), False), ((3, 13), False)})
+#: (oneDNN version, ISA) pairs measured on one CPU of a family, not the family: 3.13.2
+#: on AMD Zen 4 (``python benchmarks/alternative_lowerings.py --dtypes f32`` in the 3.13
+#: environment, docs/onednn-3.13.md): every AVX-512 rule below held there (NXC
+#: ConvTransposeBackwardWeights as ConvolutionBackwardWeights 0.29-1.04x, backward data
+#: as the forward Convolution 0.22-0.91x on 9 of 10 shapes, the tiny ConvTranspose
+#: 0.90-0.96x), and so did the MatMul for few output channels (0.16-0.54x).
+MEASURED_ON: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 13), "avx512_core_bf16")})
+
+
+def measured(version: tuple[int, int], isa: str) -> bool:
+    """Whether ``preferred``'s rules were measured for oneDNN `version` on `isa`."""
+    return (version, avx512(isa)) in MEASURED or (version, isa) in MEASURED_ON
 
 
 #: The linked oneDNN's (major, minor) and the ISA it dispatches to, which every call's
@@ -476,7 +488,8 @@ HOST_ISA = _version.cpu_isa()
 #: groups = 1 runs as the forward Convolution too, as below AVX-512: AMD Zen 4, where
 #: it took 0.32-0.96x the native time on 18 of 20 shapes (1.09x on the DCGAN head,
 #: 1.12x on wide-1x1-s2; docs/alternative-lowerings.md). Sapphire Rapids lost on four.
-F32_DATA_AS_CONVOLUTION: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2), "avx512_core_bf16")})
+F32_DATA_AS_CONVOLUTION: frozenset[tuple[tuple[int, int], str]] = frozenset({
+    ((3, 2), "avx512_core_bf16"), ((3, 13), "avx512_core_bf16")})
 
 #: (oneDNN version, ISA) pairs where ConvTranspose and ConvolutionBackwardData with kernel
 #: == stride (no pads, dilation 1) and fewer than ``MATMUL_BELOW_CHANNELS`` output
@@ -485,7 +498,7 @@ F32_DATA_AS_CONVOLUTION: frozenset[tuple[tuple[int, int], str]] = frozenset({((3
 #: positions: measured on AMD Zen 4, natively and capped at AVX2 (``preferred`` has the
 #: figures).
 MATMUL_FEW_CHANNELS: frozenset[tuple[tuple[int, int], str]] = frozenset({
-    ((3, 2), "avx512_core_bf16"), ((3, 2), "avx2")})
+    ((3, 2), "avx512_core_bf16"), ((3, 2), "avx2"), ((3, 13), "avx512_core_bf16")})
 MATMUL_BELOW_CHANNELS = 4
 MATMUL_NXC_ABOVE_POSITIONS = 4
 #: (oneDNN version, ISA) pairs where channels-last ConvTranspose and
@@ -608,7 +621,7 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     if chosen.kind != a.kind or chosen.unreached:
         return chosen  # already rewritten so that this oneDNN compiles it
     wide = avx512(isa)
-    if (version, wide) not in MEASURED:
+    if not measured(version, isa):
         return chosen
     library = f"oneDNN {version[0]}.{version[1]}"
     if a.kind == _registry.CONV_TRANSPOSE and flops is not None and flops < TINY_FLOPS:
