@@ -136,7 +136,8 @@ def needs_f32(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequen
 #: time). AMX was not measured, so its kernels are kept. ``faster_in_f32`` has the figures.
 FASTER_IN_F32: dict[tuple[int, int], dict[str, str]] = {
     (3, 2): {"avx512_core": "most", "avx512_core_vnni": "most", "avx512_core_bf16": "grouped",
-             "avx512_core_fp16": "most"}}
+             "avx512_core_fp16": "most"},
+    (3, 13): {"avx512_core_bf16": "grouped"}}
 #: Each rule in words (``faster_in_f32_summary``, ``onednn-graph info``).
 RULE_TEXT = {
     "most": "problems of 1 MFLOP or more (groups = 1, or a ConvTranspose) and NXC weights gradients",
@@ -177,7 +178,11 @@ def faster_in_f32(kernel: Kernel | None, kind: str, attrs: dict[str, Any], dtype
       1.07-1.13x, a draw); grouped ConvTranspose and ConvolutionBackwardData 18-21x
       against 1.41-1.60x; NXC backward weights grouped 3.26x against 1.32x, tiny
       1.79x against 1.08x. (Sapphire Rapids capped at AVX512_CORE_BF16 had measured
-      "most"; the CPUs that report this ISA are Zen 4 and Cooper Lake.)
+      "most"; the CPUs that report this ISA are Zen 4 and Cooper Lake.) oneDNN 3.13.2
+      on the same Zen 4 (in its environment, docs/onednn-3.13.md): bf16 natively
+      0.44-0.80x f32 on nearly every groups = 1 problem, depthwise ConvTranspose and
+      ConvolutionBackwardData 9.7-14x (a blocked brg_deconv where 3.2's f32 runs
+      jit_dw), depthwise NXC backward weights 3.20x: "grouped" again.
 
     Under both rules an op with a bias (`bias`: ConvTranspose's) and stride 1 on every axis
     runs as the chain: oneDNN 3.2 computes it as a convolution's backward data and adds
