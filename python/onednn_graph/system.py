@@ -33,9 +33,10 @@ def set_load_aware(enabled: bool) -> None:
     Examples
     --------
     >>> import onednn_graph as og
-    >>> og.system.set_load_aware(False); og.system.capabilities()["load_aware"]["threads"]
-    0
-    >>> og.system.set_load_aware(True)
+    >>> og.system.set_load_aware(False)
+    >>> load = og.system.capabilities()["load_aware"]
+    >>> load["enabled"], load["threads"]
+    (False, 0)
     """
     if not isinstance(enabled, bool):
         raise TypeError(f"set_load_aware takes a bool, got {type(enabled).__name__}")

@@ -116,9 +116,9 @@ def test_lowering_decides_and_matches_reference(rng, kind, fmt, attrs, bias, nat
         assert min(call.native.attrs["pads_begin"] + call.native.attrs["pads_end"]) >= 0, \
             "oneDNN is never handed a negative pad (lowering's module docstring)"
     # The measured rules hold where this oneDNN version and CPU family were measured
-    # (_lowering.MEASURED); elsewhere every op runs as lowered.
+    # (_lowering.measured); elsewhere every op runs as lowered.
     v = _version.linked_version()
-    if runs and (v, _lowering.avx512(og.system.cpu_isa())) not in _lowering.MEASURED:
+    if runs and not _lowering.measured(v, og.system.cpu_isa()):
         runs = None
     want = (runs[0], runs[1].format(version=f"{v[0]}.{v[1]}")) if runs else \
         (call.native.kind, call.native.lowering)
