@@ -14,14 +14,13 @@ every buffer again).
 from __future__ import annotations
 
 import os
-import time
 from typing import Any, Hashable, Optional, Sequence
 
 import numpy as np
 
 from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, casts as _casts, compiled as _compiled,
-               kernels as _kernels, lowering as _lowering, machine_load as _machine_load,
+               kernels as _kernels, lowering as _lowering,
                matmul_form as _matmul_form, packed_form as _packed_form, plan as _plan,
                polyphase_form as _polyphase_form, tuning as _tuning, tuning_db as _tuning_db,
                unreached as _unreached)
@@ -136,7 +135,7 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
     fixes the OpenMP thread count (0: oneDNN's default); by default
     ``_plan.threads`` chooses, and tuning tries both, and where that is all of
     them, `busy_threads` (> 0: the count others leave on a busy machine,
-    ``machine_load.LIMIT``) replaces it.
+    ``_compiled.busy_threads``) replaces it.
     """
     kind, dtype, plan, input_shapes = cp.kind, cp.dtype, cp.plan, cp.input_shapes
     native, way, result_shape, out_perm = cp.native, cp.way, cp.result_shape, cp.out_perm
@@ -405,12 +404,8 @@ def _python_signature(kind: str, arrays: Sequence[Any], out: Any,
 def signature_values(values: tuple[Any, ...]) -> tuple[Any, ...]:
     """A call's keyword `values` as its cache signature holds them: with the thread
     count a busy machine leaves new calls (``machine_load.LIMIT``; 0 on a quiet one),
-    so that a call compiled for fewer threads is another entry. (``LIMIT.current()``
-    written out: a cached call's Python stays in three files.)"""
-    limit = _machine_load.LIMIT
-    if time.monotonic() >= limit.next_check:
-        limit.refresh()
-    return values + (limit.threads,)
+    so that a call compiled for fewer threads is another entry."""
+    return values + (_compiled.busy_threads(),)
 
 
 def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,

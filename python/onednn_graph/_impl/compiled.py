@@ -241,11 +241,20 @@ def cached_ops() -> list[Any]:
 generation = 0
 
 
+def busy_threads() -> int:
+    """The thread count a busy machine leaves new calls (``machine_load.LIMIT``; 0 on a
+    quiet one), its counters read again first where a window has passed: a call's
+    cost on a quiet machine is one clock reading."""
+    limit = _machine_load.LIMIT
+    if time.monotonic() >= limit.next_check:
+        limit.refresh()
+    return limit.threads
+
+
 def current_generation() -> tuple[int, int]:
-    """``generation`` and the thread count a busy machine leaves new calls
-    (``machine_load.LIMIT``, read again when due): a caller that keeps a cached call's
+    """``generation`` and ``busy_threads()``: a caller that keeps a cached call's
     native runner looks it up again when either moves, as a functional call would."""
-    return generation, _machine_load.LIMIT.current()
+    return generation, busy_threads()
 
 
 def clear_cache() -> None:

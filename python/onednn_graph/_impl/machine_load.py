@@ -105,8 +105,8 @@ def threads_left(others_cpus: float, cpus: int) -> int:
 class ThreadLimit:
     """The thread count the functional API gives new problems (``threads``: 0 for all),
     read again from the machine's counters every ``WINDOW`` seconds at most
-    (``due``, ``refresh``). ``changes`` counts the times it moved (callers that keep
-    a compiled call aside, onednn_graph.torch's layers, look theirs up again)."""
+    (``refresh`` once ``next_check`` has passed: ``_compiled.busy_threads``).
+    ``changes`` counts the times it moved."""
 
     def __init__(self, read: Callable[[], Optional[tuple[int, int]]] = cpu_ticks,
                  own: Callable[[], float] = own_ticks) -> None:
@@ -118,13 +118,6 @@ class ThreadLimit:
         self.next_check = 0.0 if self.enabled else float("inf")  # off: never read
         self._read, self._own = read, own
         self._last: Optional[tuple[tuple[int, int], float]] = None
-
-    def current(self) -> int:
-        """``threads``, read again first where a ``WINDOW`` has passed (a call's cost on
-        a quiet machine: one clock reading)."""
-        if time.monotonic() >= self.next_check:
-            self.refresh()
-        return self.threads
 
     def refresh(self, now: Optional[float] = None) -> int:
         """Read the counters (when due); returns ``threads``."""

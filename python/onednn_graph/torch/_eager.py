@@ -86,13 +86,13 @@ class Runner:
     def run(self, slot: str, kind: str, arrays: tuple, target: np.ndarray, values: tuple) -> None:
         """`kind` on `arrays` into `target` by the native call in `slot`, or by the
         functional API (which then fills the slot)."""
-        direct = getattr(self, slot)
-        if direct is not None and self.generation == _compiled.current_generation() \
+        direct, generation = getattr(self, slot), _compiled.current_generation()
+        if direct is not None and self.generation == generation \
                 and direct.run(_compiled.stream(), arrays, target) is not None:
             return
-        if self.generation != _compiled.current_generation():
+        if self.generation != generation:
             self.forward = self.backward_data = self.backward_weights = None
-            self.generation = _compiled.current_generation()
+            self.generation = generation
         if self.keep:
             setattr(self, slot, _native.runner(kind, arrays, target, values))
         else:
