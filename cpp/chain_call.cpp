@@ -36,16 +36,6 @@ struct Step {
     bool per_part = false; // runs once per part of the batch (ChainCall's `rows`)
 };
 
-// Rows [start, start + rows) of `a`'s first axis: a view, which holds `a`.
-py::object first_rows(PyObject *a, py::ssize_t start, py::ssize_t rows) {
-    const auto array = py::reinterpret_borrow<py::array>(a);
-    std::vector<py::ssize_t> shape(array.shape(), array.shape() + array.ndim());
-    std::vector<py::ssize_t> strides(array.strides(), array.strides() + array.ndim());
-    shape[0] = rows;
-    return py::array(array.dtype(), shape, strides,
-            static_cast<const char *>(array.data()) + start * strides[0], array);
-}
-
 // `n` default-initialized values, on the stack when there are at most N: the
 // per-call arrays of the hot path, which would otherwise cost a malloc each.
 template <typename T, size_t N>
@@ -152,14 +142,8 @@ public:
         // and of the result (all of one batch size, a multiple of rows_).
         size_t parts = 1;
         if (rows_ > 0) {
-            const auto batch_of = [](PyObject *a) {
-                const auto array = py::reinterpret_borrow<py::array>(a);
-                return array.ndim() > 0 ? array.shape(0) : py::ssize_t(-1);
-            };
-            const py::ssize_t batch = batch_of(target.ptr());
-            if (batch <= 0 || batch % rows_ != 0) return py::none();
-            for (size_t b : batched_)
-                if (batch_of(caller.items[b]) != batch) return py::none();
+            const py::ssize_t batch = parted_batch(target.ptr(), caller, batched_, rows_);
+            if (batch < 0) return py::none();
             parts = static_cast<size_t>(batch / rows_);
         }
         std::vector<py::object> views; // held while the steps run

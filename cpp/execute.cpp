@@ -34,6 +34,28 @@ void wrap(const char *who, const char *role, const std::vector<dg::logical_tenso
 
 } // namespace
 
+py::object first_rows(PyObject *a, py::ssize_t start, py::ssize_t rows) {
+    const auto array = py::reinterpret_borrow<py::array>(a);
+    std::vector<py::ssize_t> shape(array.shape(), array.shape() + array.ndim());
+    std::vector<py::ssize_t> strides(array.strides(), array.strides() + array.ndim());
+    shape[0] = rows;
+    return py::array(array.dtype(), shape, strides,
+            static_cast<const char *>(array.data()) + start * strides[0], array);
+}
+
+py::ssize_t parted_batch(PyObject *target, ArrayList inputs, const std::vector<size_t> &batched, py::ssize_t rows) {
+    const auto batch_of = [](PyObject *a) {
+        if (!py::isinstance<py::array>(a)) return py::ssize_t(-1);
+        const auto array = py::reinterpret_borrow<py::array>(a);
+        return array.ndim() > 0 ? array.shape(0) : py::ssize_t(-1);
+    };
+    const py::ssize_t batch = batch_of(target);
+    if (rows <= 0 || batch <= 0 || batch % rows != 0) return -1;
+    for (size_t b : batched)
+        if (b >= inputs.size || batch_of(inputs.items[b]) != batch) return -1;
+    return batch;
+}
+
 void check_stream(const CompiledPartition &c, const dnnl::stream &stream, const char *who) {
     if (stream.get_engine().get() != c.engine.get())
         throw py::value_error(std::string(who) + ": the stream belongs to another Engine than the one the "

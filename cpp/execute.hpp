@@ -16,6 +16,15 @@ inline ArrayList array_list(const py::object &fast) {
     return {PySequence_Fast_ITEMS(fast.ptr()), static_cast<size_t>(PySequence_Fast_GET_SIZE(fast.ptr()))};
 }
 
+// Rows [start, start + rows) of array `a`'s first axis: a view, which holds `a`
+// (a call whose batch runs in parts: DirectCall, ChainCall).
+py::object first_rows(PyObject *a, py::ssize_t start, py::ssize_t rows);
+
+// The batch of a call run in parts of `rows` samples: the first axis of `target`
+// and of each of `inputs` at positions `batched`, or -1 where they differ, `target`
+// has none, or `rows` does not divide it.
+py::ssize_t parted_batch(PyObject *target, ArrayList inputs, const std::vector<size_t> &batched, py::ssize_t rows);
+
 // Refuses (ValueError, prefixed by `who`) a stream of another engine object
 // than the partition's: oneDNN 3.2 fails on it (invalid_arguments), even for
 // an engine of the same kind and index.

@@ -223,10 +223,12 @@ class DirectCall(NativeCall):
     """
     A compiled op's call on the caller's arrays, checked and run in one native call.
     """
-    def __init__(self, partition: typing.Any, order: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dtype: numpy.dtype[typing.Any]) -> None:
+    def __init__(self, partition: typing.Any, order: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dtype: numpy.dtype[typing.Any], batched: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], rows: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
         """
         `order[j]` is the caller's position of the partition's input j (empty: as
-        given); `shape` and `dtype` are those of a new result.
+        given); `shape` and `dtype` are those of a new result. With `rows` > 0 the
+        partition was compiled for `rows` samples and runs once per part of the batch:
+        its inputs at positions `batched` and the result are split along their first axis.
         """
 class Cast:
     """

@@ -15,7 +15,7 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph import shapes
-from onednn_graph._impl import (arrays as _arrays, as_f32 as _as_f32, casts as _casts,
+from onednn_graph._impl import (arrays as _arrays, as_f32 as _as_f32, batch_parts as _batch_parts, casts as _casts,
                                 compiled as _compiled,
                                 kernels as _kernels, lowering as _lowering)
 from onednn_graph._tools import support as _support
@@ -181,7 +181,7 @@ def test_a_chain_reads_strided_inputs_and_writes_a_strided_out_where_they_lie(
 @pytest.mark.parametrize("data_format", ["NCX", "NXC"])
 def test_a_chain_runs_its_batch_in_parts(rng, kind, data_format):
     """Built directly with one sample per part (the functional API chooses parts where
-    they pay, _as_f32.batch_rows): the steps compiled for one sample run once per
+    they pay, _batch_parts.chain_rows): the steps compiled for one sample run once per
     sample on views of the caller's arrays, the weights' cast once. Truth: the
     reference within the dtype's bound; the native call equals the Python path."""
     p = _problem(kind, "bf16", data_format, 2, 1, 1)
@@ -216,19 +216,19 @@ def test_a_batch_runs_in_parts_where_the_op_reads_much_and_computes_little(monke
     monkeypatch.setattr(_version, "l2_cache_bytes", lambda: 2 << 20)
     dy, w, dx = (8, 64, 64, 64), (4, 4, 1, 64), (8, 32, 32, 64)  # depthwise, NXC: 1 MiB per sample
     flops = 2 * 8 * 64 * 1 * 16 * 32 * 32
-    assert _as_f32.batch_rows("ConvTransposeBackwardData", [dy, w], dx, flops) == 1
-    assert _as_f32.batch_rows("Convolution", [dy, w], dx, flops) == 1
+    assert _batch_parts.chain_rows("ConvTransposeBackwardData", [dy, w], dx, flops) == 1
+    assert _batch_parts.chain_rows("Convolution", [dy, w], dx, flops) == 1
     monkeypatch.setattr(_version, "l2_cache_bytes", lambda: 8 << 20)
-    assert _as_f32.batch_rows("ConvTransposeBackwardData", [dy, w], dx, flops) == 4
+    assert _batch_parts.chain_rows("ConvTransposeBackwardData", [dy, w], dx, flops) == 4
     # Not where the result is the larger tensor, the op computes enough per byte, the
     # result sums over the batch, or one part is the whole batch.
-    assert _as_f32.batch_rows("ConvTranspose", [dx, w], dy, flops) == 0
-    assert _as_f32.batch_rows("ConvTransposeBackwardData", [dy, w], dx, 1000 * flops) == 0
-    assert _as_f32.batch_rows("ConvTransposeBackwardWeights", [dx, dy], w, flops) == 0
-    assert _as_f32.batch_rows("ConvTransposeBackwardData", [(1,) + dy[1:], w], (1,) + dx[1:],
+    assert _batch_parts.chain_rows("ConvTranspose", [dx, w], dy, flops) == 0
+    assert _batch_parts.chain_rows("ConvTransposeBackwardData", [dy, w], dx, 1000 * flops) == 0
+    assert _batch_parts.chain_rows("ConvTransposeBackwardWeights", [dx, dy], w, flops) == 0
+    assert _batch_parts.chain_rows("ConvTransposeBackwardData", [(1,) + dy[1:], w], (1,) + dx[1:],
                               flops // 8) == 0
     monkeypatch.setattr(_version, "l2_cache_bytes", lambda: 64 << 20)
-    assert _as_f32.batch_rows("ConvTransposeBackwardData", [dy, w], dx, flops) == 0
+    assert _batch_parts.chain_rows("ConvTransposeBackwardData", [dy, w], dx, flops) == 0
 
 
 def test_a_cached_chain_is_one_native_call_on_buffers_kept_per_thread(rng):

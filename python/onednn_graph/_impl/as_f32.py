@@ -33,8 +33,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import (casts as _casts, compiled as _compiled, arrays as _arrays, registry as _registry,
-               version as _version)
+from . import batch_parts as _batch_parts, casts as _casts, compiled as _compiled, arrays as _arrays
 from .arrays import dense_strides
 from .compiled import CompiledOp, private_copy
 from ..errors import Error, UnsupportedError
@@ -209,38 +208,6 @@ class Chain:
                                list(shape), dtype, list(batched), rows)
 
 
-#: A chain runs its batch in parts where its op does fewer FLOPs than this per byte of
-#: f32 data it reads and writes, and reads at least twice what it writes (below).
-PARTS_BELOW_FLOPS_PER_BYTE = 16
-
-
-def batch_rows(kind: str, input_shapes: Sequence[Sequence[int]], output_shape: Sequence[int],
-               flops: int) -> int:
-    """Samples per part of the batch for an f32 chain of op `kind` (on inputs of
-    `input_shapes`, in the op's order) doing `flops`, or 0: the batch at once.
-
-    A chain writes an f32 copy of its input that the op then reads; where the op
-    reads much more than it writes and computes little per byte (a depthwise
-    backward-data op, say), that copy's trip through memory is most of the time. Run
-    a part of the batch at a time, with parts whose f32 input fills half of one
-    core's level-2 cache, the copy is read back from that cache instead. Measured on
-    Sapphire Rapids capped at AVX2 (2 MiB L2, benchmarks/dtypes.py): depthwise
-    ConvTransposeBackwardData 2.05 -> 1.61x the f32 time in NXC and 1.51 -> 1.35x in
-    NCX; where the result is the larger tensor (ConvTranspose, ConvolutionBackwardData)
-    parts were no faster, so they are not used there.
-    """
-    spec = _registry.SPECS[kind]
-    if not input_shapes or 0 not in spec.batched or _registry.OUTPUT not in spec.batched:
-        return 0
-    batch = int(output_shape[0])
-    data, result = int(np.prod(input_shapes[0])), int(np.prod(output_shape))
-    if batch < 2 or data < 2 * result or flops >= PARTS_BELOW_FLOPS_PER_BYTE * 4 * (data + result):
-        return 0
-    fits = max(1, _version.l2_cache_bytes() // 2 // (4 * data // batch))
-    rows = max(r for r in range(1, min(fits, batch) + 1) if batch % r == 0)
-    return rows if rows < batch else 0
-
-
 def _ports(unit: Any) -> tuple[list[Any], list[Any]]:
     """(inputs, outputs) of a pending unit of a chain: a TypeCast op or a partition."""
     if isinstance(unit, _core.Partition):
@@ -298,19 +265,18 @@ class F32Chain:
         self.tuning_verdict = ""  # how tuning decided (_tuning.verdict)
         self.constants = {i: private_copy(a) for i, a in (constants or {}).items()}
         order = input_order or tuple(range(len(inputs)))
-        #: Samples per part where the batch runs in parts (``batch_rows``), else 0; the
+        #: Samples per part where the batch runs in parts (``_impl.batch_parts``), else 0; the
         #: caller's inputs whose first axis is the batch.
         self.rows = 0
         self.batched: tuple[int, ...] = ()
         batch = output[0][0] if output[0] else 0
-        if 0 < rows < batch and batch % rows == 0 and _registry.OUTPUT in _registry.SPECS[kind].batched:
-            self.rows = rows
-            self.batched = tuple(order[j] for j in _registry.SPECS[kind].batched if j != _registry.OUTPUT)
+        if 0 < rows < batch and batch % rows == 0 and _batch_parts.parted(kind):
+            self.rows, self.batched = rows, _batch_parts.batched_inputs(kind, order)
 
         def tensors(part: bool) -> tuple[list[Any], Any]:
             """The op's logical tensors, for the batch or (`part`) for one part of it."""
             def shape(s: Sequence[int], batched: bool) -> tuple[int, ...]:
-                return (self.rows,) + tuple(s[1:]) if part and batched else tuple(s)
+                return _batch_parts.part_shape(s, self.rows) if part and batched else tuple(s)
             lts = [_core.LogicalTensor(i, dtype, shape(s, i in self.batched), strides)
                    for i, (s, strides) in enumerate(inputs)]
             return lts, _core.LogicalTensor(len(lts), dtype, shape(output[0], True), output[1])
@@ -318,10 +284,7 @@ class F32Chain:
         self.inputs, self.output = tensors(part=False)
         self._op = _core.Op(0, kind, [self.inputs[i] for i in order], [self.output], attrs, kind)
         lts, out = tensors(part=bool(self.rows))
-        part_attrs = dict(attrs)
-        shape_attr = _registry.SPECS[kind].shape_attr  # the output's shape, batch first
-        if self.rows and shape_attr in attrs:
-            part_attrs[shape_attr] = [self.rows] + list(attrs[shape_attr][1:])
+        part_attrs = _batch_parts.part_attrs(kind, attrs, self.rows) if self.rows else attrs
         op = _core.Op(0, kind, [lts[i] for i in order], [out], part_attrs, kind)
         start = time.perf_counter()
         try:
@@ -339,10 +302,8 @@ class F32Chain:
         if not self.rows:
             self.chain.execute(inputs, [output])
             return
-        for start in range(0, output.shape[0], self.rows):
-            part = slice(start, start + self.rows)
-            self.chain.execute([a[part] if i in self.batched else a for i, a in enumerate(inputs)],
-                               [output[part]])
+        for part_inputs, part_output in _batch_parts.parts(self.rows, self.batched, inputs, output):
+            self.chain.execute(part_inputs, [part_output])
 
     def direct_call(self, shape: Sequence[int], dtype: np.dtype) -> Any:
         """The chain as one native call on the caller's arrays (``_core.ChainCall``)."""

@@ -19,8 +19,8 @@ from typing import Any, Hashable, Optional, Sequence
 import numpy as np
 
 from .. import _core, shapes
-from . import (arrays as _arrays, as_f32 as _as_f32, casts as _casts, compiled as _compiled,
-               kernels as _kernels, lowering as _lowering,
+from . import (arrays as _arrays, as_f32 as _as_f32, batch_parts as _batch_parts, casts as _casts,
+               compiled as _compiled, kernels as _kernels, lowering as _lowering,
                matmul_form as _matmul_form, packed_form as _packed_form, plan as _plan,
                polyphase_form as _polyphase_form, tuning as _tuning, tuning_db as _tuning_db,
                unreached as _unreached)
@@ -275,23 +275,26 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
     (``_kernels.faster_in_f32``, for an op of `flops`; None: unknown), or fails to
     compile it in that dtype. `in_f32` overrides the speed rule where oneDNN has an
     optimized kernel (tuning measures both forms). A chain runs its batch in parts
-    where that pays (``_as_f32.batch_rows``)."""
+    where that pays (``_batch_parts.chain_rows``)."""
     metas, out = [_compiled.meta(a) for a in arrays], _compiled.meta(target)
     if _lowering.formed(way) is not None:  # an op on the package's views of the arrays
         return formed_op(way, dtype, metas, out, constants, threads)
     taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
     args = (way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads)
+    parts = _batch_parts.op_rows(way.kind, dtype, way.attrs.get("data_format", ""), taken, target.shape,
+                                 flops, threads, _lowering.LINKED, _lowering.HOST_ISA) \
+        if flops is not None else 0
     if dtype not in _arrays.LOW_PRECISION:  # f32 has optimized kernels on every ISA
-        return _compiled.CompiledOp(*args)  # (kernels.probed): nothing to ask or weigh
+        return _compiled.CompiledOp(*args, rows=parts)  # (kernels.probed): nothing to ask or weigh
     kernel = _kernels.probed(way.kind, way.attrs, dtype, taken, target.shape)
-    rows = _as_f32.batch_rows(way.kind, taken, target.shape, flops) if flops is not None else 0
+    rows = _batch_parts.chain_rows(way.kind, taken, target.shape, flops) if flops is not None else 0
     faster = in_f32 if in_f32 is not None else flops is not None and _kernels.faster_in_f32(
         kernel, way.kind, way.attrs, dtype, flops, bias=len(taken) > 2)
     if kernel is not None and (kernel.status != "native" or faster):
         return _as_f32.F32Chain(*args, reason=_kernels.reason(kernel, dtype),
                                 needed=kernel.status == "none", rows=rows)
     try:
-        return _compiled.CompiledOp(*args)
+        return _compiled.CompiledOp(*args, rows=parts)
     except UnsupportedError as exc:
         if dtype not in _arrays.LOW_PRECISION:
             raise
@@ -315,13 +318,14 @@ def formed_op(way: _lowering.NativeOp, dtype: str, metas: list[tuple], out: tupl
 
 
 def _lowering_of(op: Any, way: _lowering.NativeOp) -> str:
-    """How the call runs (``Operation.lowering``): `way`'s rewrite, and the f32 chain."""
+    """How the call runs (``Operation.lowering``): `way`'s rewrite, the f32 chain, and
+    the batch in parts (``_impl.batch_parts``)."""
+    rows = getattr(op, "rows", 0)
+    parts = f", {rows} sample{'s' if rows > 1 else ''} at a time" if rows else ""
     if isinstance(op, _as_f32.F32Chain):
-        chain = f"in f32 between TypeCasts ({op.reason}), {_casts.describe(op.chain.converters)}"
-        if op.rows:
-            chain += f", {op.rows} sample{'s' if op.rows > 1 else ''} at a time"
+        chain = f"in f32 between TypeCasts ({op.reason}), {_casts.describe(op.chain.converters)}{parts}"
         return chain if way.lowering == "native" else f"{way.lowering}, {chain}"
-    return way.lowering
+    return way.lowering + parts
 
 
 def _tune(op: _compiled.CompiledOp, chosen: _lowering.NativeOp, plan: shapes.Plan,

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import arrays as _arrays, machine_load as _machine_load
+from . import arrays as _arrays, batch_parts as _batch_parts, machine_load as _machine_load
 from ..errors import Error, UnsupportedError
 
 _engine: Any = None
@@ -74,7 +74,9 @@ class CompiledOp:
     ``constants`` maps input positions to arrays that are compiled in as
     constant; they are copied here (read-only), and every execution must be
     handed that copy. ``threads`` > 0 compiles and runs it on at most that
-    many OpenMP threads (``_plan.threads``); 0 is oneDNN's default.
+    many OpenMP threads (``_plan.threads``); 0 is oneDNN's default. With ``rows``
+    (``_impl.batch_parts``) it is compiled for that many samples and runs the batch
+    in parts; ``inputs`` and ``output`` still describe the whole batch.
     """
 
     compiled: Any  # the one compiled partition (``_as_f32.F32Chain`` has several)
@@ -83,7 +85,7 @@ class CompiledOp:
                  inputs: Sequence[tuple], output: tuple,
                  constants: Optional[dict[int, np.ndarray]] = None,
                  input_order: tuple[int, ...] = (), threads: int = 0,
-                 output_dtype: Optional[str] = None) -> None:
+                 output_dtype: Optional[str] = None, rows: int = 0) -> None:
         self.kind, self.attrs, self.dtype = kind, attrs, dtype
         # `inputs`, `constants` and execute()'s arrays are in the caller's order;
         # the op takes caller position input_order[j] as its input j.
@@ -95,17 +97,32 @@ class CompiledOp:
         self.tuning_verdict = ""  # how tuning decided (_tuning.verdict)
         self.constants = {i: private_copy(a) for i, a in (constants or {}).items()}
         n = len(inputs)
-        self.inputs = [
-            _core.LogicalTensor(j, dtype, inputs[i][0], inputs[i][1], "strided",
-                                "constant" if i in self.constants else "variable")
-            for j, i in enumerate(order)]
-        # output_dtype: a TypeCast's (_as_f32); every other op has one dtype
-        self.output = _core.LogicalTensor(n, output_dtype or dtype, output[0], output[1])
+        #: Samples per part where the batch runs in parts, else 0; the caller's inputs
+        #: whose first axis is the batch.
+        self.rows: int = 0
+        self.batched: tuple[int, ...] = ()
+        batch = output[0][0] if output[0] else 0
+        if 0 < rows < batch and batch % rows == 0 and _batch_parts.parted(kind):
+            self.rows, self.batched = rows, _batch_parts.batched_inputs(kind, order)
+
+        def tensors(part: bool) -> tuple[list[Any], Any]:
+            """The op's logical tensors, for the batch or (`part`) for one part of it."""
+            def shape(s: Sequence[int], batched: bool) -> tuple[int, ...]:
+                return _batch_parts.part_shape(s, self.rows) if part and batched else tuple(s)
+            lts = [_core.LogicalTensor(j, dtype, shape(inputs[i][0], i in self.batched), inputs[i][1],
+                                       "strided", "constant" if i in self.constants else "variable")
+                   for j, i in enumerate(order)]
+            # output_dtype: a TypeCast's (_as_f32); every other op has one dtype
+            return lts, _core.LogicalTensor(n, output_dtype or dtype, shape(output[0], True), output[1])
+
+        self.inputs, self.output = tensors(part=False)
+        ins, out = tensors(part=True) if self.rows else (self.inputs, self.output)
         describe = f"{kind} ({dtype}, attrs {attrs})"
         start = time.perf_counter()
         try:
             graph = _core.Graph("cpu", "strict")
-            graph.add_op(_core.Op(0, kind, self.inputs, [self.output], attrs))
+            graph.add_op(_core.Op(0, kind, ins, [out], _batch_parts.part_attrs(kind, attrs, self.rows)
+                                  if self.rows else attrs))
             graph.finalize()
             # "debug" runs only oneDNN's single-op passes. A graph of one op has
             # nothing to fuse, and the fusion policy's pattern matching costs
@@ -114,7 +131,7 @@ class CompiledOp:
             if len(partitions) != 1 or not partitions[0].is_supported:
                 raise UnsupportedError(f"oneDNN {'.'.join(map(str, _core.version()[:3]))} "
                                        f"has no kernel for {describe}")
-            self.compiled = partitions[0].compile(self.inputs, [self.output], engine(), threads)
+            self.compiled = partitions[0].compile(ins, [out], engine(), threads)
         except UnsupportedError:
             raise
         except Error as exc:
@@ -123,14 +140,16 @@ class CompiledOp:
         self.compile_seconds = time.perf_counter() - start
         self.threads = self.compiled.threads  # 0 where OpenMP's threads cannot be set
         got = self.compiled.query_logical_tensor(n)
-        if got.shape != tuple(output[0]):
+        if got.shape != tuple(out.shape):
             raise Error(f"oneDNN inferred output shape {got.shape} for {describe}, "
-                        f"expected {tuple(output[0])}", "invalid_shape")
+                        f"expected {tuple(out.shape)}", "invalid_shape")
 
     def direct_call(self, shape: Sequence[int], dtype: np.dtype) -> Any:
         """The op as one native call on the caller's arrays (``_core.DirectCall``),
         writing a new result of `shape` and `dtype` or the caller's ``out``."""
-        return _core.DirectCall(self.compiled, self.input_order, shape, dtype)
+        order = self.input_order or tuple(range(len(self.inputs)))
+        batched = [j for j, i in enumerate(order) if i in self.batched]  # the op's positions
+        return _core.DirectCall(self.compiled, self.input_order, shape, dtype, batched, self.rows)
 
     @property
     def label(self) -> str:
@@ -140,6 +159,13 @@ class CompiledOp:
 
     def execute(self, inputs: Sequence[np.ndarray], output: np.ndarray) -> None:
         """Run on `inputs` (a constant one must be ``self.constants[i]`` itself) writing `output`."""
+        if not self.rows:
+            self._execute(inputs, output)
+            return
+        for part_inputs, part_output in _batch_parts.parts(self.rows, self.batched, inputs, output):
+            self._execute(part_inputs, part_output)
+
+    def _execute(self, inputs: Sequence[np.ndarray], output: np.ndarray) -> None:
         if self.input_order:
             inputs = [inputs[i] for i in self.input_order]
         self.compiled.execute_arrays(stream(), inputs, (output,))
