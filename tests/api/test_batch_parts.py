@@ -122,10 +122,12 @@ def _rows(monkeypatch, l2=1 << 20, **changes):
 
 def test_the_rule_runs_a_depthwise_ncx_batch_in_parts_that_fit_the_threads_caches(monkeypatch):
     """Budget: 2 level-2 caches per thread, less the weights; parts only where the
-    batch's data is more than two budgets."""
+    batch's data is more than three budgets."""
     assert _rows(monkeypatch) == 1          # 2 MiB budget: one 1.25 MiB sample
-    assert _rows(monkeypatch, threads=2) == 2  # 4 MiB: two samples
-    assert _rows(monkeypatch, l2=2 << 20) == 2
+    big = dict(input_shapes=[(32, 64, 32, 32), (64, 1, 4, 4)], output_shape=(32, 64, 64, 64),
+               flops=4 * DW["flops"])
+    assert _rows(monkeypatch, threads=2, **big) == 2  # 4 MiB: two samples (three don't divide 32)
+    assert _rows(monkeypatch, l2=2 << 20, **big) == 2
     assert _rows(monkeypatch, isa="avx2") == 1  # measured capped at AVX2 too
     assert _rows(monkeypatch, kind="ConvolutionBackwardData") == 1
     # CTBD: the big tensor is the input
@@ -141,7 +143,8 @@ def test_the_rule_runs_a_depthwise_ncx_batch_in_parts_that_fit_the_threads_cache
     (dict(kind="ConvTransposeBackwardWeights"), "sums over the batch"),
     (dict(flops=32 * 4 * 8 * (64 * 32 * 32 + 64 * 64 * 64)), "32 FLOPs a byte on one thread"),
     (dict(threads=2, flops=8 * 4 * 8 * (64 * 32 * 32 + 64 * 64 * 64)), "8 FLOPs a byte on two"),
-    (dict(l2=3 << 20), "the batch's 10 MiB are at most two 6 MiB budgets"),
+    (dict(l2=2 << 20), "the batch's 10 MiB are at most three 4 MiB budgets"),
+    (dict(threads=2), "... as on two threads of 1 MiB level-2 caches"),
     (dict(l2=1 << 19), "one sample outgrows the 1 MiB budget"),
     (dict(input_shapes=[(8, 64, 32, 32), (64, 1, 4, 4), (64, 8192)]), "weights fill the budget"),
     (dict(input_shapes=[(1, 64, 32, 32), (64, 1, 4, 4)], output_shape=(1, 64, 64, 64)), "one sample"),

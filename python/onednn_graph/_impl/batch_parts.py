@@ -112,7 +112,7 @@ OP_PARTS_DTYPES, OP_PARTS_FORMATS = ("f32",), ("NCX",)
 #: A part's budget: this many level-2 caches per thread that runs the op ...
 OP_L2_PER_THREAD = 2
 #: ... for a batch whose data (batched input and result) is more than this many budgets ...
-OP_FROM_BUDGETS = 2
+OP_FROM_BUDGETS = 3
 #: ... where the op does fewer FLOPs than this per byte of that data, on one thread
 #: and on more.
 OP_BELOW_FLOPS_PER_BYTE = {1: 32, 2: 8}
