@@ -8,7 +8,10 @@ into blocks, writes its result in blocks and reorders that into the caller's arr
 an f32 chain (``_impl.as_f32``) writes an f32 copy of its bf16/f16 input that the op
 then reads. Compiled for a part of the batch whose copies fit, the same kernels run
 once per part on views of the caller's arrays (the batch is the outer axis of every
-data tensor): each copy is read back from the cache it was written to.
+data tensor): each copy is read back from the cache it was written to. The budget is
+per thread that runs the call, so a call on a busy machine, which runs on fewer
+threads (``_impl.machine_load``), runs in smaller parts: two processes of the package
+on two cores then stop sharing the memory bandwidth of their whole batches' copies.
 
 Every output sample depends on its own input sample only, so the parts compute what
 the whole batch computes; not ConvTransposeBackwardWeights, which sums over the batch
@@ -114,7 +117,7 @@ OP_L2_PER_THREAD = 2
 #: ... for a batch whose data (batched input and result) is more than this many budgets ...
 OP_FROM_BUDGETS = 3
 #: ... where the op does fewer FLOPs than this per byte of that data, on one thread
-#: and on more.
+#: (parts paid up to the 25 measured) and on more (grouped problems at 12 lost).
 OP_BELOW_FLOPS_PER_BYTE = {1: 32, 2: 8}
 
 
@@ -126,16 +129,18 @@ def op_rows(kind: str, dtype: str, data_format: str, input_shapes: Sequence[Sequ
     `data_format` (inputs of `input_shapes` in the op's order), doing `flops`; or 0:
     the batch at once.
 
-    Only f32 NCX, which oneDNN's kernels work through in blocks: on AMD Zen 4 (2 cores,
-    1 MiB level-2 cache each; ``python benchmarks/batch_parts.py``) on one thread the
-    parts took 0.48-0.90x the whole batch's time on depthwise, grouped and few-channel
-    problems up to 25 FLOPs a byte, natively and capped at AVX2; on two threads 0.5-0.95x
-    on depthwise ones (under 4 FLOPs a byte), where grouped ones (12) took 0.91-1.13x.
-    NXC (read in place by more kernels) and bf16 (its own kernels) were 0.55-1.38x:
-    not in parts. Where the batch's data is at most two budgets the parts did not
-    pay, nor where one sample outgrows a budget. oneDNN reorders an input that is not
-    constant (the weights) on every execution, so once per part: the weights count
-    in each part's budget."""
+    Only f32 NCX, which oneDNN's kernels work through in blocks. Measured on AMD Zen 4
+    (2 cores, 1 MiB level-2 cache each; ``python benchmarks/batch_parts.py``,
+    docs/benchmarks/zen4-batch-parts.md): on one thread, what a busy machine leaves a
+    process, the parts took 0.44-0.90x the whole batch's time on all 16 depthwise,
+    grouped and few-channel configurations up to 25 FLOPs a byte (0.56-0.92x capped at
+    AVX2); on two threads 0.46-0.51x (0.47-0.69x) on the depthwise ones of more than
+    three budgets' data, where the suite's depthwise case (two and a half) and a 3-D one
+    had taken 0.73-1.05x and 1.01-1.04x, and grouped ones (12 FLOPs a byte) 0.91-1.13x.
+    NXC, read in place by more kernels, and bf16, with kernels of its own, ran
+    0.70-1.30x: never in parts. No part may outgrow a budget, and oneDNN reorders an
+    input that is not constant (the weights) on every execution, so once per part: the
+    weights count in each part's budget."""
     if not OP_PARTS or (version, isa) not in OP_PARTS_MEASURED or dtype not in OP_PARTS_DTYPES \
             or data_format not in OP_PARTS_FORMATS or not input_shapes or not parted(kind) \
             or 0 not in _registry.SPECS[kind].batched:
@@ -147,7 +152,7 @@ def op_rows(kind: str, dtype: str, data_format: str, input_shapes: Sequence[Sequ
     if batch < 2 or flops >= OP_BELOW_FLOPS_PER_BYTE[min(threads, 2)] * data:
         return 0
     weights = item * sum(math.prod(s) for i, s in enumerate(input_shapes)
-                      if i not in _registry.SPECS[kind].batched)
+                         if i not in _registry.SPECS[kind].batched)
     budget = OP_L2_PER_THREAD * _version.l2_cache_bytes() * threads
     if data <= OP_FROM_BUDGETS * budget or data // batch + weights > budget:
         return 0  # the whole batch nearly fits, or not even one sample does
