@@ -17,8 +17,12 @@ each process's median) and its ratio to alone, the mean ms per call (a process's
 seconds over its calls: slow calls weigh as they cost), and the throughput of all the
 package's processes together in calls per second.
 
+Each process also reports the share of its calls the package ran on fewer threads than
+all (its busy-machine default: ``limited`` in the JSON).
+
 `--env NAME=VALUE` adds a variable to the package's processes (e.g.
-ONEDNN_GRAPH_LOAD_AWARE=0, OMP_WAIT_POLICY=passive, GOMP_SPINCOUNT=10000; '' for none);
+ONEDNN_GRAPH_LOAD_AWARE=0, ONEDNN_GRAPH_BATCH_PARTS=0, OMP_WAIT_POLICY=passive,
+GOMP_SPINCOUNT=10000; '' for none);
 each variant is one more column per build. `--only alone 2` runs only the scenarios
 whose names start with those words.
 
