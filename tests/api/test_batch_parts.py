@@ -177,3 +177,16 @@ def test_the_functional_call_says_when_it_runs_in_parts(monkeypatch):
     whole = og.compile_op("ConvTranspose", src=x, weights=w, threads=threads, **kw)
     assert "at a time" not in whole.lowering
     np.testing.assert_array_equal(op(x, w), whole(x, w))
+
+
+def test_info_says_whether_batches_run_in_parts(monkeypatch):
+    """capabilities() and `onednn-graph info` say it, from the switch and whether this
+    build and ISA were measured."""
+    caps = og.system.capabilities()["batch_parts"]
+    assert caps == _batch_parts.summary(_lowering.LINKED, _lowering.HOST_ISA)
+    monkeypatch.setattr(_batch_parts, "OP_PARTS", True)
+    assert _batch_parts.summary((3, 2), "avx2")["text"].startswith("memory-bound f32 NCX calls in parts")
+    assert "not measured for oneDNN 3.13 on avx2" in _batch_parts.summary((3, 13), "avx2")["text"]
+    monkeypatch.setattr(_batch_parts, "OP_PARTS", False)
+    off = _batch_parts.summary((3, 2), "avx2")
+    assert not off["enabled"] and "ONEDNN_GRAPH_BATCH_PARTS=0" in off["text"]

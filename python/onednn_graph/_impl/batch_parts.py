@@ -157,3 +157,18 @@ def op_rows(kind: str, dtype: str, data_format: str, input_shapes: Sequence[Sequ
     if data <= OP_FROM_BUDGETS * budget or data // batch + weights > budget:
         return 0  # the whole batch nearly fits, or not even one sample does
     return rows_within(batch, data // batch, budget - weights)
+
+
+def summary(version: tuple[int, int], isa: str) -> dict[str, Any]:
+    """Whether an op's batch may run in parts with oneDNN `version` on `isa` (``op_rows``):
+    ``enabled`` (``ONEDNN_GRAPH_BATCH_PARTS``), ``measured`` (this build and ISA were)
+    and ``text``, in words (``onednn-graph info``)."""
+    measured = (version, isa) in OP_PARTS_MEASURED
+    if not OP_PARTS:
+        text = f"the batch at once ({OP_PARTS_ENV}=0)"
+    elif not measured:
+        text = f"the batch at once (parts not measured for oneDNN {version[0]}.{version[1]} on {isa})"
+    else:
+        text = (f"memory-bound {'/'.join(OP_PARTS_DTYPES)} {'/'.join(OP_PARTS_FORMATS)} calls in "
+                "parts of the batch that fit the caches of their threads")
+    return {"enabled": OP_PARTS, "measured": measured, "text": text}

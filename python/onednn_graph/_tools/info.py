@@ -10,8 +10,8 @@ import ml_dtypes
 import numpy as np
 
 from .. import _core
-from .._impl import casts as _casts, kernels as _kernels, machine_load as _machine_load, \
-    version as _version
+from .._impl import batch_parts as _batch_parts, casts as _casts, kernels as _kernels, \
+    lowering as _lowering, machine_load as _machine_load, version as _version
 from . import fusion as _fusion
 
 
@@ -30,7 +30,8 @@ def capabilities() -> dict[str, Any]:
     ``ml_dtypes``, ``python``, ``cpu`` (the model name), ``cpu_isa`` (what oneDNN
     dispatches to, after any ``ONEDNN_MAX_CPU_ISA``), ``threads`` (and
     ``threads_source``), ``constant_tensor_cache`` (its current setting; at
-    start-up, oneDNN's default), ``load_aware``
+    start-up, oneDNN's default), ``batch_parts`` (``_impl.batch_parts.summary``:
+    whether memory-bound calls run their batch in parts here), ``load_aware``
     (``set_load_aware``: ``enabled``, ``threads`` new calls get now, 0 for all, and
     ``others_cpus``, the CPUs' worth other processes used at the last reading, None
     before one), ``kernels``: ``_kernels.summary()``, one dict per
@@ -76,6 +77,8 @@ def capabilities() -> dict[str, Any]:
         "load_aware": {"enabled": _machine_load.LIMIT.enabled,
                        "threads": _machine_load.LIMIT.threads,
                        "others_cpus": _machine_load.LIMIT.others_cpus},
+        # an op's batch in parts (_impl.batch_parts): on, and measured for this build and ISA
+        "batch_parts": _batch_parts.summary(_lowering.LINKED, _lowering.HOST_ISA),
         "kernels": _kernels.summary(),
         "conversions": _casts.summary(),
         "faster_in_f32": _kernels.faster_in_f32_summary(),
@@ -143,6 +146,7 @@ def _report(caps: dict[str, Any], width: Optional[int], everything: bool) -> str
         f"{caps['cpu_isa']}, {caps['threads']} threads ({caps['threads_source']})",
         f"constant-tensor cache: {'on' if caps['constant_tensor_cache'] else 'off'}; "
         f"on a busy machine: {_load_text(caps['load_aware'])}",
+        f"batches: {caps['batch_parts']['text']}",
     ]
     lines += _kernel_table(caps["cpu_isa"], caps["kernels"], width, everything)
     f = caps["faster_in_f32"]
