@@ -267,24 +267,19 @@ class F32Chain:
         order = input_order or tuple(range(len(inputs)))
         #: Samples per part where the batch runs in parts (``_impl.batch_parts``), else 0; the
         #: caller's inputs whose first axis is the batch.
-        self.rows = 0
-        self.batched: tuple[int, ...] = ()
-        batch = output[0][0] if output[0] else 0
-        if 0 < rows < batch and batch % rows == 0 and _batch_parts.parted(kind):
-            self.rows, self.batched = rows, _batch_parts.batched_inputs(kind, order)
+        self.rows, self.batched = _batch_parts.split(kind, order, rows, output[0][0] if output[0] else 0)
 
-        def tensors(part: bool) -> tuple[list[Any], Any]:
-            """The op's logical tensors, for the batch or (`part`) for one part of it."""
-            def shape(s: Sequence[int], batched: bool) -> tuple[int, ...]:
-                return _batch_parts.part_shape(s, self.rows) if part and batched else tuple(s)
-            lts = [_core.LogicalTensor(i, dtype, shape(s, i in self.batched), strides)
+        def tensors(rows: int) -> tuple[list[Any], Any]:
+            """The op's logical tensors for parts of `rows` samples (0: the whole batch)."""
+            part = _batch_parts.part_shape
+            lts = [_core.LogicalTensor(i, dtype, part(s, rows * (i in self.batched)), strides)
                    for i, (s, strides) in enumerate(inputs)]
-            return lts, _core.LogicalTensor(len(lts), dtype, shape(output[0], True), output[1])
+            return lts, _core.LogicalTensor(len(lts), dtype, part(output[0], rows), output[1])
 
-        self.inputs, self.output = tensors(part=False)
+        self.inputs, self.output = tensors(0)
         self._op = _core.Op(0, kind, [self.inputs[i] for i in order], [self.output], attrs, kind)
-        lts, out = tensors(part=bool(self.rows))
-        part_attrs = _batch_parts.part_attrs(kind, attrs, self.rows) if self.rows else attrs
+        lts, out = tensors(self.rows)
+        part_attrs = _batch_parts.part_attrs(kind, attrs, self.rows)
         op = _core.Op(0, kind, [lts[i] for i in order], [out], part_attrs, kind)
         start = time.perf_counter()
         try:

@@ -40,25 +40,35 @@ def rows_within(batch: int, sample_bytes: int, budget: int) -> int:
 
 def parted(kind: str) -> bool:
     """Whether op `kind` may run in parts: its result has the batch axis."""
-    return _registry.OUTPUT in _registry.SPECS[kind].batched if kind in _registry.SPECS else False
+    return kind in _registry.SPECS and _registry.OUTPUT in _registry.SPECS[kind].batched
 
 
-def batched_inputs(kind: str, order: Sequence[int]) -> tuple[int, ...]:
-    """The caller's input positions whose first axis is the batch, for op `kind` that
-    takes caller input ``order[j]`` as its input j."""
-    return tuple(order[j] for j in _registry.SPECS[kind].batched if j != _registry.OUTPUT)
+def batched_positions(kind: str) -> tuple[int, ...]:
+    """Op `kind`'s input positions whose first axis is the batch."""
+    return tuple(j for j in _registry.SPECS[kind].batched if j != _registry.OUTPUT)
+
+
+def split(kind: str, order: Sequence[int], rows: int, batch: int) -> tuple[int, tuple[int, ...]]:
+    """(rows, batched) an op of `kind` (taking caller input ``order[j]`` as its input j)
+    built for `rows` samples of a `batch` runs with: `rows` and the caller's input
+    positions whose first axis is the batch, or (0, ()) (the batch at once) where
+    `rows` does not divide a larger batch or the op may not run in parts."""
+    if 0 < rows < batch and batch % rows == 0 and parted(kind):
+        return rows, tuple(order[j] for j in batched_positions(kind))
+    return 0, ()
 
 
 def part_shape(shape: Sequence[int], rows: int) -> tuple[int, ...]:
-    """A batched tensor's shape for a part of `rows` samples."""
-    return (rows,) + tuple(shape[1:])
+    """A batched tensor's shape for a part of `rows` samples (0: the whole batch)."""
+    return (rows,) + tuple(shape[1:]) if rows else tuple(shape)
 
 
 def part_attrs(kind: str, attrs: dict[str, Any], rows: int) -> dict[str, Any]:
-    """Op `kind`'s attributes for a part of `rows` samples: its shape attribute (the
-    output's shape, batch first: ConvolutionBackwardData's ``dst_shape``) says so."""
+    """Op `kind`'s attributes for a part of `rows` samples (0: the whole batch): its
+    shape attribute (the output's shape, batch first: ConvolutionBackwardData's
+    ``dst_shape``) says so."""
     shape_attr = _registry.SPECS[kind].shape_attr
-    if shape_attr not in attrs:
+    if not rows or shape_attr not in attrs:
         return attrs
     return dict(attrs, **{shape_attr: [rows] + list(attrs[shape_attr][1:])})
 

@@ -99,30 +99,24 @@ class CompiledOp:
         n = len(inputs)
         #: Samples per part where the batch runs in parts, else 0; the caller's inputs
         #: whose first axis is the batch.
-        self.rows: int = 0
-        self.batched: tuple[int, ...] = ()
-        batch = output[0][0] if output[0] else 0
-        if 0 < rows < batch and batch % rows == 0 and _batch_parts.parted(kind):
-            self.rows, self.batched = rows, _batch_parts.batched_inputs(kind, order)
+        self.rows, self.batched = _batch_parts.split(kind, order, rows, output[0][0] if output[0] else 0)
 
-        def tensors(part: bool) -> tuple[list[Any], Any]:
-            """The op's logical tensors, for the batch or (`part`) for one part of it."""
-            def shape(s: Sequence[int], batched: bool) -> tuple[int, ...]:
-                return _batch_parts.part_shape(s, self.rows) if part and batched else tuple(s)
-            lts = [_core.LogicalTensor(j, dtype, shape(inputs[i][0], i in self.batched), inputs[i][1],
+        def tensors(rows: int) -> tuple[list[Any], Any]:
+            """The op's logical tensors for parts of `rows` samples (0: the whole batch)."""
+            part = _batch_parts.part_shape
+            lts = [_core.LogicalTensor(j, dtype, part(inputs[i][0], rows * (i in self.batched)), inputs[i][1],
                                        "strided", "constant" if i in self.constants else "variable")
                    for j, i in enumerate(order)]
             # output_dtype: a TypeCast's (_as_f32); every other op has one dtype
-            return lts, _core.LogicalTensor(n, output_dtype or dtype, shape(output[0], True), output[1])
+            return lts, _core.LogicalTensor(n, output_dtype or dtype, part(output[0], rows), output[1])
 
-        self.inputs, self.output = tensors(part=False)
-        ins, out = tensors(part=True) if self.rows else (self.inputs, self.output)
+        self.inputs, self.output = tensors(0)
+        ins, out = tensors(self.rows) if self.rows else (self.inputs, self.output)
         describe = f"{kind} ({dtype}, attrs {attrs})"
         start = time.perf_counter()
         try:
             graph = _core.Graph("cpu", "strict")
-            graph.add_op(_core.Op(0, kind, ins, [out], _batch_parts.part_attrs(kind, attrs, self.rows)
-                                  if self.rows else attrs))
+            graph.add_op(_core.Op(0, kind, ins, [out], _batch_parts.part_attrs(kind, attrs, self.rows)))
             graph.finalize()
             # "debug" runs only oneDNN's single-op passes. A graph of one op has
             # nothing to fuse, and the fusion policy's pattern matching costs
@@ -147,8 +141,7 @@ class CompiledOp:
     def direct_call(self, shape: Sequence[int], dtype: np.dtype) -> Any:
         """The op as one native call on the caller's arrays (``_core.DirectCall``),
         writing a new result of `shape` and `dtype` or the caller's ``out``."""
-        order = self.input_order or tuple(range(len(self.inputs)))
-        batched = [j for j, i in enumerate(order) if i in self.batched]  # the op's positions
+        batched = _batch_parts.batched_positions(self.kind) if self.rows else ()
         return _core.DirectCall(self.compiled, self.input_order, shape, dtype, batched, self.rows)
 
     @property
