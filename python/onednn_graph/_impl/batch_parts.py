@@ -67,8 +67,10 @@ def part_attrs(kind: str, attrs: dict[str, Any], rows: int) -> dict[str, Any]:
     """Op `kind`'s attributes for a part of `rows` samples (0: the whole batch): its
     shape attribute (the output's shape, batch first: ConvolutionBackwardData's
     ``dst_shape``) says so."""
+    if not rows:  # any op (a MatMul is not in the registry)
+        return attrs
     shape_attr = _registry.SPECS[kind].shape_attr
-    if not rows or shape_attr not in attrs:
+    if shape_attr not in attrs:
         return attrs
     return dict(attrs, **{shape_attr: [rows] + list(attrs[shape_attr][1:])})
 
