@@ -12,8 +12,7 @@
 // reorder between the two strided memory descriptors: which reorder oneDNN runs
 // ("jit:uni", or its scalar "simple:any") decides whether the package converts
 // instead (_impl/casts.py).
-#include "common.hpp"
-#include "convert.hpp"
+#include "primitive_problem.hpp"
 
 namespace onednn_graph {
 
@@ -51,7 +50,7 @@ std::string family_impl(const std::string &pass, dnnl::prop_kind forward, dnnl::
 std::string probe(const std::string &primitive, const std::string &dtype, const dims &src,
         const dims &weights, const dims &dst, const dims &strides, const dims &dilates,
         const dims &pads_l, const dims &pads_r) {
-    const auto dt = static_cast<dnnl::memory::data_type>(to_data_type(dtype));
+    const auto dt = memory_type(dtype);
     const dnnl::memory::desc s(src, dt, tag::any), w(weights, dt, tag::any), d(dst, dt, tag::any);
     const auto split = primitive.find('_');
     const std::string family = primitive.substr(0, split);
@@ -73,8 +72,7 @@ std::string probe(const std::string &primitive, const std::string &dtype, const 
 
 std::string reorder_probe(const std::string &from, const std::string &to, const dims &shape,
         const dims &from_strides, const dims &to_strides) {
-    const auto dt = [](const std::string &name) { return static_cast<dnnl::memory::data_type>(to_data_type(name)); };
-    const dnnl::memory::desc s(shape, dt(from), from_strides), d(shape, dt(to), to_strides);
+    const dnnl::memory::desc s(shape, memory_type(from), from_strides), d(shape, memory_type(to), to_strides);
     return dnnl::reorder::primitive_desc(probe_engine(), s, probe_engine(), d).impl_info_str();
 }
 
@@ -85,14 +83,7 @@ void bind_kernel_probe(py::module_ &m) {
                                     const dims &src, const dims &weights, const dims &dst,
                                     const dims &strides, const dims &dilates, const dims &pads_l,
                                     const dims &pads_r) {
-        const size_t spatial = src.size() < 3 ? 0 : src.size() - 2;
-        if (src.size() < 3 || dst.size() != src.size()
-                || (weights.size() != src.size() && weights.size() != src.size() + 1)
-                || strides.size() != spatial || dilates.size() != spatial
-                || pads_l.size() != spatial || pads_r.size() != spatial)
-            throw py::value_error("primitive_impl: src and dst are (N, C, spatial...), weights "
-                                  "(O, I, spatial...) or (G, O/G, I/G, spatial...), and strides, "
-                                  "dilates and pads have one value per spatial axis");
+        check_problem("primitive_impl", src, weights, dst, strides, dilates, pads_l, pads_r);
         return without_gil([&] {
             return probe(primitive, dtype, src, weights, dst, strides, dilates, pads_l, pads_r);
         });

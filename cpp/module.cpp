@@ -24,4 +24,5 @@ PYBIND11_MODULE(_core, m) {
     bind_chain_call(m);
     bind_call_cache(m);
     bind_kernel_probe(m);
+    bind_epilogue_probe(m);
 }

@@ -7,7 +7,7 @@ import numpy as _np
 import collections.abc
 import numpy
 import typing
-__all__: list[str] = ['CallCache', 'Cast', 'ChainCall', 'CompiledPartition', 'DirectCall', 'Engine', 'Graph', 'LogicalTensor', 'NativeCall', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'cast', 'cast_path', 'cast_paths', 'clear_onednn_caches', 'cpu_isa', 'get_constant_tensor_cache', 'onednn_allocations', 'op_kinds', 'primitive_impl', 'reorder_impl', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
+__all__: list[str] = ['CallCache', 'Cast', 'ChainCall', 'CompiledPartition', 'DirectCall', 'Engine', 'Graph', 'LogicalTensor', 'NativeCall', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'cast', 'cast_path', 'cast_paths', 'clear_onednn_caches', 'cpu_isa', 'epilogue_repeats', 'get_constant_tensor_cache', 'onednn_allocations', 'op_kinds', 'primitive_impl', 'reorder_impl', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
 class Engine:
     """
     A oneDNN engine (the CPU).
@@ -351,6 +351,10 @@ def clear_onednn_caches() -> None:
 def cpu_isa() -> str:
     """
     The CPU ISA oneDNN dispatches to on this machine.
+    """
+def epilogue_repeats(src_dtype: str, weights_dtype: str, bias_dtype: str, dst_dtype: str, src: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], weights: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dst: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pads_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pads_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], threads: typing.SupportsInt | typing.SupportsIndex = 0, with_sum: bool = False) -> int:
+    """
+    How many times oneDNN's deconvolution for this problem adds its bias to an output (the most of any output): 1 where it is right, and for every implementation but brgconv_strided, which is not run. The problem is given as primitive_impl takes it; `threads` caps the OpenMP threads it is created and run on (0: no cap), and `with_sum` adds a sum post-op. It runs the kernel once on zeros with a bias of ones.
     """
 def get_constant_tensor_cache() -> bool:
     """
