@@ -77,7 +77,7 @@ HELD_OUT = [
 
 def compiled(p: suite.Problem, native: _lowering.NativeOp) -> Any:
     """`native` compiled as the package compiles it on this CPU: a CompiledOp, or an
-    F32Chain where this CPU's oneDNN has no kernel for the dtype (or only its
+    ChainOp where this CPU's oneDNN has no kernel for the dtype (or only its
     reference one)."""
     assert not native.crop, "the suite's cases need no crop"
     return _call._compile(native, dtype_name(p.arrays[0].dtype), list(p.arrays), p.out, None, 0)

@@ -202,7 +202,7 @@ def floor_input(p: Problem) -> str:
     and thread count), up to its "ready" line."""
     prepared = _call.prepare(_plan.plan_call(p.kind, ("a", "b"), p.arrays, p.kwargs), p.arrays)
     op = prepared.op
-    if isinstance(op, _as_f32.F32Chain):
+    if isinstance(op, _as_f32.ChainOp):
         raise NotImplementedError(f"{op.reason}: it runs in f32 between TypeCasts, and the C++ "
                                   "floor drives single-op partitions")
     if isinstance(op, _formed.Formed):

@@ -224,7 +224,7 @@ class Operation:
         or f16 call runs as the f32 op between the package's conversions (this CPU's
         oneDNN has no kernel for the dtype, or the f32 one is faster; ``lowering`` says
         which)."""
-        return np.dtype(np.float32) if isinstance(self._prepared.op, _as_f32.F32Chain) else self._dtype
+        return np.dtype(np.float32) if self._prepared.op.runs_in_f32 else self._dtype
 
     @property
     def threads(self) -> Optional[int]:

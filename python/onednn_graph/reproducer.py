@@ -171,7 +171,7 @@ def reproducer(target: Any, *args: Any, **kwargs: Any) -> Reproducer:
     if isinstance(target, _unreached.Unreached):
         raise ValueError("reproducer: no kernel window reaches this op's output, so oneDNN runs "
                          "nothing for it; give the functional-API call instead")
-    if isinstance(target, (_compiled.CompiledOp, _as_f32.F32Chain, _formed.Formed)):
+    if isinstance(target, (_compiled.CompiledOp, _as_f32.ChainOp, _formed.Formed)):
         if args or kwargs:
             raise TypeError("reproducer(compiled_op) takes no further arguments")
         ops_ = target.graph_ops() if not isinstance(target, _compiled.CompiledOp) else [

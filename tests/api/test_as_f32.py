@@ -70,7 +70,7 @@ def test_the_chain_computes_every_op(kind, dtype, data_format, geometry):
     p = _problem(kind, dtype, data_format, *geometry)
     way, arrays, out, target = _native_op(p)
     assert not (way.crop and _lowering.geometry_tensor(kind) < 0)
-    chain = _as_f32.F32Chain(way.kind, way.attrs, dtype, [_compiled.meta(a) for a in arrays],
+    chain = _as_f32.ChainOp(way.kind, way.attrs, dtype, [_compiled.meta(a) for a in arrays],
                              _compiled.meta(target), input_order=way.input_order)
     chain.execute(arrays, target)
     # Every op of the chain is a oneDNN partition: casts in, the op in f32, a cast out.
@@ -97,8 +97,8 @@ def test_the_package_takes_the_chain_where_the_probe_finds_no_kernel(kind, dtype
     [op] = _compiled.CACHE.ops()
     taken = [arrays[i].shape for i in way.input_order] if way.input_order else [a.shape for a in arrays]
     probe = _kernels.for_op(op.kind, op.attrs, dtype, taken, target.shape)
-    assert isinstance(op, _as_f32.F32Chain) == (probe.status != "native"), probe
-    if isinstance(op, _as_f32.F32Chain):
+    assert isinstance(op, _as_f32.ChainOp) == (probe.status != "native"), probe
+    if isinstance(op, _as_f32.ChainOp):
         assert op.lowering.endswith(f"in f32 between TypeCasts ({op.reason}), "
                                     + _casts.describe(op.chain.converters))
         [prepared] = _compiled.CACHE.values()
@@ -117,7 +117,7 @@ def test_a_chain_writes_a_strided_out_and_refuses_what_it_cannot_take(rng, dtype
     x, w = random(rng, (2, 5, 4, 6), dtype), random(rng, (3, 3, 4, 6), dtype)  # NXC, XOI
     out = np.full((2, 11, 9, 4)[::-1], np.nan, x.dtype).T  # Fortran order
     attrs = _lowering.spelled_natively(og._impl.attrs.normalize("ConvTranspose", 2, strides=2))
-    chain = _as_f32.F32Chain("ConvTranspose", attrs, dtype, [_compiled.meta(x), _compiled.meta(w)],
+    chain = _as_f32.ChainOp("ConvTranspose", attrs, dtype, [_compiled.meta(x), _compiled.meta(w)],
                              _compiled.meta(out))
     chain.execute([x, w], out)
     # The same f32 kernel on the same values, then one rounding to nearest (oneDNN's
@@ -165,7 +165,7 @@ def test_a_chain_reads_strided_inputs_and_writes_a_strided_out_where_they_lie(
     result = _support._check(p, np.ascontiguousarray(out))
     assert result.ok, str(result)
     [op] = _compiled.CACHE.ops()
-    if not isinstance(op, _as_f32.F32Chain):
+    if not isinstance(op, _as_f32.ChainOp):
         return
     casts = [s for s in op.chain.steps if isinstance(s[0], og._core.Cast)]
     assert len(casts) == sum(c.by_package for c in op.chain.converters)
@@ -187,7 +187,7 @@ def test_a_chain_runs_its_batch_in_parts(rng, kind, data_format):
     p = _problem(kind, "bf16", data_format, 2, 1, 1)
     way, arrays, out, target = _native_op(p)
     batch = target.shape[0]
-    chain = _as_f32.F32Chain(way.kind, way.attrs, "bf16", [_compiled.meta(a) for a in arrays],
+    chain = _as_f32.ChainOp(way.kind, way.attrs, "bf16", [_compiled.meta(a) for a in arrays],
                              _compiled.meta(target), input_order=way.input_order, rows=1)
     assert chain.rows == 1 and chain.batched == (way.input_order or (0,))[:1]
     # f32 copies of one sample's data (and of the weights), not of the batch's
@@ -238,7 +238,7 @@ def test_a_cached_chain_is_one_native_call_on_buffers_kept_per_thread(rng):
     x, w = random(rng, (2, 5, 4, 6), "bf16"), random(rng, (3, 3, 4, 6), "bf16")  # NXC, XOI
     attrs = _lowering.spelled_natively(og._impl.attrs.normalize("ConvTranspose", 2, strides=2))
     shape = (2, 11, 9, 4)
-    chain = _as_f32.F32Chain("ConvTranspose", attrs, "bf16", [_compiled.meta(x), _compiled.meta(w)],
+    chain = _as_f32.ChainOp("ConvTranspose", attrs, "bf16", [_compiled.meta(x), _compiled.meta(w)],
                              (shape, _as_f32.dense_strides(shape)))
     expected = np.empty(shape, x.dtype)
     chain.execute([x, w], expected)
@@ -275,7 +275,7 @@ def test_constant_weights_are_cast_once(rng):
     x, w = random(rng, (1, 4, 4, 3), "f16"), random(rng, (2, 2, 5, 3), "f16")
     attrs = _lowering.spelled_natively(og._impl.attrs.normalize("ConvTranspose", 2, strides=2))
     out = np.empty((1, 8, 8, 5), np.float16)
-    chain = _as_f32.F32Chain("ConvTranspose", attrs, "f16", [_compiled.meta(x), _compiled.meta(w)],
+    chain = _as_f32.ChainOp("ConvTranspose", attrs, "f16", [_compiled.meta(x), _compiled.meta(w)],
                              _compiled.meta(out), constants={1: w})
     # The cast of the weights ran when the chain was built: only x's cast, the op
     # and the cast back run per call.
@@ -300,7 +300,7 @@ def test_the_reproducer_writes_what_runs(rng, dtype):
     assert og.reproducer.reproducer(op).native == r.native
     ops = r.native["graph"]
     runs = op._prepared.op.kind  # ConvolutionBackwardData for a tiny one (_lowering.TINY_FLOPS)
-    if not isinstance(op._prepared.op, _as_f32.F32Chain):
+    if not isinstance(op._prepared.op, _as_f32.ChainOp):
         assert [o["kind"] for o in ops] == [runs]
         return
     assert [o["kind"] for o in ops] == ["TypeCast", "TypeCast", runs, "TypeCast"]
@@ -320,7 +320,7 @@ def test_a_chain_tunes_like_any_op():
     dy, w = p.args
     op = og.compile_op("ConvTransposeBackwardData", diff_dst=dy, weights=w, tune=True, **p.kwargs)
     assert op.tuning is not None and op.lowering in op.tuning
-    assert ("TypeCasts" in op.lowering) == isinstance(op._prepared.op, _as_f32.F32Chain)
+    assert ("TypeCasts" in op.lowering) == isinstance(op._prepared.op, _as_f32.ChainOp)
     got = op(dy, w)
     assert dtype_name(got.dtype) == "bf16"
     result = _support._check(p, got)
@@ -416,7 +416,7 @@ def test_a_problem_runs_as_the_rule_says_here_and_tuning_measures_both_forms(rng
     flops = 2 * 2 * 16 * 16 * 3 * 2 * 16 * 16
     expected = probe.status != "native" or _kernels.faster_in_f32(
         probe, op.kind, op.attrs, dtype, flops)
-    assert isinstance(op, _as_f32.F32Chain) == expected, (op.lowering, probe)
+    assert isinstance(op, _as_f32.ChainOp) == expected, (op.lowering, probe)
     if expected and probe.status == "native":
         assert "faster than" in op.lowering
     ref = getattr(og.reference, registry.function(kind))
@@ -430,6 +430,6 @@ def test_a_problem_runs_as_the_rule_says_here_and_tuning_measures_both_forms(rng
     assert_matches_reference(tuned(*args), ref, args, dict(kw, **extra), dtype, terms)
     # The decision replays from the tuning database in the form it measured.
     again = og.compile_op(kind, **inputs, **kw, **extra, tune=True)
-    assert isinstance(again._prepared.op, _as_f32.F32Chain) == \
-        isinstance(tuned._prepared.op, _as_f32.F32Chain)
+    assert isinstance(again._prepared.op, _as_f32.ChainOp) == \
+        isinstance(tuned._prepared.op, _as_f32.ChainOp)
     assert again.lowering == tuned.lowering

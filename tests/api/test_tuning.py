@@ -248,7 +248,7 @@ def test_the_default_formulation(kind, dtype, data_format, groups, on_avx512, be
         p = _problem(kind, geometry, data_format, call_dtype, groups)
         inputs = dict(zip(registry.input_names(kind), p.args))
         op = og.compile_op(kind, **inputs, **p.kwargs)
-        runs_in = "f32" if isinstance(op._prepared.op, _as_f32.F32Chain) else call_dtype
+        runs_in = "f32" if isinstance(op._prepared.op, _as_f32.ChainOp) else call_dtype
         if runs_in != dtype:
             continue  # another row's call: a chain, or a native kernel of the dtype
         checked.append(call_dtype)

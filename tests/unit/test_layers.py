@@ -40,6 +40,7 @@ LAYERS = [
     ("2 the linked library", {"_impl.version"}),
     ("2 rules", {"_impl.lowering", "_impl.kernels", "_impl.casts", "_impl.machine_load", "_impl.batch_parts",
                  "_impl.kept_apart", "_impl.dataflow"}),
+    ("2 a rule asked of the kernels", {"_impl.repeated_epilogue"}),
     ("2 plans, compiled ops", {"_impl.plan", "_impl.compiled", "_impl.json_format"}),
     ("2 a compiled op on views of the arrays", {"_impl.formed"}),
     ("2 other forms of a compiled op", {"_impl.as_f32", "_impl.unreached", "_impl.matmul_form",

@@ -19,9 +19,16 @@ NumPy give). Each f32 copy lies in memory in the order of the tensor it mirrors
 (a channels-last input gets a channels-last copy), so a conversion is one pass
 over both.
 
-``F32Chain`` is a chain of one op with the interface of ``_compiled.CompiledOp``
+``ChainOp`` is a chain of one op with the interface of ``_compiled.CompiledOp``
 (the functional API and ``compile_op``); the spec-level ``Graph`` runs any
 partition as a ``Chain`` when it needs one (``_graph``).
+
+A chain also runs a ConvTranspose's epilogue after the kernel where oneDNN 3.2 would
+apply it more than once (``_impl.repeated_epilogue.split``, asked of the ops as they
+compute, after the widening): the op without its bias, kept out of fused partitions by an
+End op, then a BiasAdd, which computes in place in the memory of the value it writes
+(``Chain._in_place``). An f32 op takes a chain for that alone (``ChainOp`` with
+``runs_in_f32`` False).
 """
 
 from __future__ import annotations
@@ -33,7 +40,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import batch_parts as _batch_parts, casts as _casts, compiled as _compiled, arrays as _arrays
+from . import (arrays as _arrays, batch_parts as _batch_parts, casts as _casts, compiled as _compiled,
+               repeated_epilogue as _repeated_epilogue)
 from .arrays import dense_strides
 from .compiled import CompiledOp, private_copy
 from ..errors import Error, UnsupportedError
@@ -119,25 +127,46 @@ class Chain:
                  fpmath_mode: str = "strict") -> None:
         self.inputs, self.outputs = list(inputs), list(outputs)
         constant_ids = {self.inputs[i].id for i in (constants or {})}
-        self.ops = widen(ops, self.inputs, self.outputs, tuple(constant_ids))
+        widened = widen(ops, self.inputs, self.outputs, tuple(constant_ids))
         originals = {op.id for op in ops}
+        casts = [op for op in widened if op.id not in originals]
+        #: Whether it runs bf16/f16 tensors in f32 (else it only runs its epilogue apart).
+        self.widened = bool(casts)
+        # A ConvTranspose whose epilogue oneDNN 3.2 would repeat runs it after the kernel
+        # (_impl.repeated_epilogue), asked of the ops as oneDNN computes them.
+        self.split = _repeated_epilogue.split([op for op in widened if op.id in originals], threads)
+        first = next(i for i, op in enumerate(widened) if op.id in originals)  # casts in, ops, casts out
+        body_ops = self.split.ops if self.split else widened[first:first + len(ops)]
+        self.ops = widened[:first] + body_ops + widened[first + len(ops):]
         # The ops in f32 are one graph, partitioned as the caller's were: several ops
         # come from oneDNN's fusion policy, and fuse again in f32 (a ConvTranspose with
         # its bias and post-ops is one partition); one op takes the "debug" policy,
-        # which skips the pattern matching. The TypeCasts widen() added stay out of it,
-        # so that no low-precision pattern takes one in: each is converted by the
-        # package, or is a partition of its own (_cast_step).
+        # which skips the pattern matching (and runs a split op's BiasAdd apart). The
+        # TypeCasts widen() added stay out of it, so that no low-precision pattern takes
+        # one in: each is converted by the package, or is a partition of its own
+        # (_cast_step). A split op's own result is marked as the graph's (oneDNN's End
+        # op), which keeps the post-ops out of its partition.
+        fusing = len(ops) > 1
         body = _core.Graph("cpu", fpmath_mode)
-        for op in self.ops:
-            if op.id in originals:
-                body.add_op(op)
+        for op in body_ops:
+            body.add_op(op)
+        end = max(op.id for op in widened + body_ops) + 1
+        for i, value in enumerate(self.split.kept_apart if self.split and fusing else []):
+            body.add_op(_core.Op(end + i, "End", [value], [], {}, "End"))
         body.finalize()
-        pending: list[Any] = [op for op in self.ops if op.id not in originals]
-        pending += body.get_partitions("fusion" if len(ops) > 1 else "debug")
+        pending: list[Any] = list(casts)
+        pending += [p for p in body.get_partitions("fusion" if fusing else "debug")
+                    if p.output_ports]  # not an End's
         declared = {t.id: t for op in self.ops for t in op.inputs + op.outputs}
         known = {t.id: t for t in self.inputs}
         # id -> array fixed for the chain's life: constant inputs and their f32 copies.
         self.fixed: dict[int, np.ndarray] = {self.inputs[i].id: a for i, a in (constants or {}).items()}
+        #: Inputs seen in another shape (a split op's bias): id -> (the input's id, shape).
+        self.views = self.split.views if self.split else {}
+        for view, (source, shape) in self.views.items():
+            known[view] = declared[view]
+            if source in self.fixed:
+                self.fixed[view] = self.fixed[source].reshape(shape)
         # (a CompiledPartition or a _core.Cast, input ids, output ids), in order.
         self.steps: list[tuple[Any, list[int], list[int]]] = []
         self.threads = 0
@@ -170,10 +199,34 @@ class Chain:
                 continue
             self.steps.append((runner, in_ids, out_ids))
         self.layouts = known  # every tensor's compiled logical tensor
-        boundary = {t.id for t in self.inputs + self.outputs} | set(self.fixed)
+        for value in self.split.kept_apart if self.split else []:
+            self._in_place(value.id)
+        boundary = {t.id for t in self.inputs + self.outputs} | set(self.fixed) | set(self.views)
         # The f32 tensors between the steps, whose arrays each thread makes once.
         self.scratch_ids = sorted({i for _, ins, outs in self.steps for i in ins + outs} - boundary)
         self._per_thread = threading.local()
+
+    def _in_place(self, value: int) -> None:
+        """Write a split op's result `value` (``_impl.repeated_epilogue``) where the one
+        step that reads it writes, where oneDNN computes that step in place (its BiasAdd,
+        or the post-ops fused with it) and the two have one layout: no array of the
+        result's size between them, and one pass less over it."""
+        writers = [k for k, (_, _, outs) in enumerate(self.steps) if value in outs]
+        readers = [k for k, (_, ins, _) in enumerate(self.steps) if value in ins]
+        if len(writers) != 1 or len(readers) != 1:
+            return
+        runner, ins, outs = self.steps[readers[0]]
+        if not isinstance(runner, _core.CompiledPartition):
+            return
+        target = next((o for i, o in runner.inplace_ports if i == value), None)
+        if target is None or target not in self.layouts:
+            return
+        a, b = self.layouts[value], self.layouts[target]
+        if (a.dtype, a.shape, a.strides) != (b.dtype, b.shape, b.strides):
+            return
+        self.steps[readers[0]] = (runner, [target if i == value else i for i in ins], outs)
+        runner, ins, outs = self.steps[writers[0]]
+        self.steps[writers[0]] = (runner, ins, [target if o == value else o for o in outs])
 
     def scratch(self) -> list[np.ndarray]:
         """New arrays for ``scratch_ids``, in that order."""
@@ -189,6 +242,8 @@ class Chain:
         arrays.update(mine)
         for lt, array in zip(self.inputs, inputs):
             arrays.setdefault(lt.id, array)
+        for view, (source, shape) in self.views.items():
+            arrays.setdefault(view, arrays[source].reshape(shape))
         for lt, array in zip(self.outputs, outputs):
             arrays[lt.id] = array
         for runner, in_ids, out_ids in self.steps:
@@ -201,6 +256,7 @@ class Chain:
         `dtype`. With `rows`, the chain was built for `rows` samples of a batch that the
         caller's arrays at positions `batched` and the result hold: it runs per part."""
         assert len(self.outputs) == 1, "a chain call has one result"
+        assert not self.views, "a chain of one op has no views (only a bias before post-ops)"
         ids = [t.id for t in self.inputs]
         slots = [ids[i] for i in order] if order else ids
         return _core.ChainCall([(c, ins, outs) for c, ins, outs in self.steps], slots,
@@ -243,12 +299,14 @@ def _run(runner: Any, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray
         runner.execute_arrays(_compiled.stream(), inputs, outputs)
 
 
-class F32Chain:
-    """One op on bf16/f16 data as a ``Chain``, with ``CompiledOp``'s arguments and
-    interface (except that it has no single ``compiled`` partition: calls take the
-    Python path, or a ``ChainCall``). `reason` says why it runs in f32 (``Operation.lowering``); `needed`
-    is False where oneDNN has a kernel for the dtype, but only its reference one
-    (the chain is then only faster)."""
+class ChainOp:
+    """One op as a ``Chain``, with ``CompiledOp``'s arguments and interface (except that
+    it has no single ``compiled`` partition: calls take the Python path, or a
+    ``ChainCall``): on bf16/f16 data in f32 between TypeCasts, and/or with its epilogue
+    after the kernel where oneDNN 3.2 would repeat it (``_impl.repeated_epilogue``).
+    `reason` says why it is a chain (``Operation.lowering``); `needed` is False where
+    oneDNN has a kernel for the dtype, but only its reference one (the chain is then
+    only faster)."""
 
     compiled = None
 
@@ -272,7 +330,11 @@ class F32Chain:
         def tensors(rows: int) -> tuple[list[Any], Any]:
             """The op's logical tensors for parts of `rows` samples (0: the whole batch)."""
             part = _batch_parts.part_shape
-            lts = [_core.LogicalTensor(i, dtype, part(s, rows * (i in self.batched)), strides)
+            # A constant input in the dtype the op computes in is compiled as constant
+            # (in bf16/f16 its f32 copy is: widen).
+            lts = [_core.LogicalTensor(i, dtype, part(s, rows * (i in self.batched)), strides, "strided",
+                                       "constant" if i in self.constants and dtype not in
+                                       _arrays.LOW_PRECISION else "variable")
                    for i, (s, strides) in enumerate(inputs)]
             return lts, _core.LogicalTensor(len(lts), dtype, part(output[0], rows), output[1])
 
@@ -285,12 +347,18 @@ class F32Chain:
         try:
             self.chain = Chain([op], lts, [out], self.constants, threads)
         except Error as exc:
-            raise UnsupportedError(f"oneDNN cannot compile {kind} ({dtype}, attrs {attrs}) in f32 "
-                                   f"between TypeCasts either: {exc.message}", exc.status) from None
+            how = "in f32 between TypeCasts" if dtype in _arrays.LOW_PRECISION else "with its epilogue apart"
+            raise UnsupportedError(f"oneDNN cannot compile {kind} ({dtype}, attrs {attrs}) {how} "
+                                   f"either: {exc.message}", exc.status) from None
         self.compile_seconds = time.perf_counter() - start
         self.threads = self.chain.threads
 
     label = CompiledOp.label  # the lowering and thread count, as a CompiledOp says them
+
+    @property
+    def runs_in_f32(self) -> bool:
+        """Whether it runs bf16/f16 data in f32 between TypeCasts."""
+        return self.chain.widened
 
     def execute(self, inputs: Sequence[np.ndarray], output: np.ndarray) -> None:
         """Run on `inputs` (a constant one must be ``self.constants[i]``) writing `output`."""

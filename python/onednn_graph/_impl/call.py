@@ -22,7 +22,7 @@ from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, batch_parts as _batch_parts, casts as _casts,
                compiled as _compiled, kernels as _kernels, lowering as _lowering,
                matmul_form as _matmul_form, packed_form as _packed_form, plan as _plan,
-               polyphase_form as _polyphase_form, tuning as _tuning, tuning_db as _tuning_db,
+               polyphase_form as _polyphase_form, repeated_epilogue as _repeated_epilogue, tuning as _tuning, tuning_db as _tuning_db,
                unreached as _unreached)
 from .arrays import dtype_name
 from ..errors import UnsupportedError
@@ -229,7 +229,7 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
             _tuning_db.tuning_database().put(tune_key, {
                 "problem": _problem_text(cp, inputs, result_shape), "kind": op.kind,
                 "lowering": op.lowering, "threads": op.threads, "seconds": op.tuning or {},
-                "in_f32": isinstance(op, _as_f32.F32Chain), "verdict": op.tuning_verdict,
+                "in_f32": op.runs_in_f32, "verdict": op.tuning_verdict,
                 "default": op is default})
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, way.crop,
                     plan.attrs.data_format, out_perm)
@@ -269,7 +269,7 @@ def _problem_text(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], result: Sequ
 def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], target: np.ndarray,
              constants: Optional[dict[int, np.ndarray]], threads: int,
              flops: Optional[int] = None, in_f32: Optional[bool] = None) -> Any:
-    """`way` compiled for the call's arrays and result: a CompiledOp, or an F32Chain
+    """`way` compiled for the call's arrays and result: a CompiledOp, or a ChainOp
     where this CPU's oneDNN has no kernel for it in a bf16/f16 `dtype`, or only its
     reference kernel (``_impl.kernels``), or one slower than the chain
     (``_kernels.faster_in_f32``, for an op of `flops`; None: unknown), or fails to
@@ -285,24 +285,42 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
                                  flops, threads, _lowering.LINKED, _lowering.HOST_ISA) \
         if flops is not None else 0
     if dtype not in _arrays.LOW_PRECISION:  # f32 has optimized kernels on every ISA
-        return _compiled.CompiledOp(*args, rows=parts)  # (kernels.probed): nothing to ask or weigh
+        return _one_op(*args, rows=parts)  # (kernels.probed): nothing to ask or weigh
     kernel = _kernels.probed(way.kind, way.attrs, dtype, taken, target.shape)
     rows = _batch_parts.chain_rows(way.kind, taken, target.shape, flops) if flops is not None else 0
     faster = in_f32 if in_f32 is not None else flops is not None and _kernels.faster_in_f32(
         kernel, way.kind, way.attrs, dtype, flops, bias=len(taken) > 2)
     if kernel is not None and (kernel.status != "native" or faster):
-        return _as_f32.F32Chain(*args, reason=_kernels.reason(kernel, dtype),
+        return _as_f32.ChainOp(*args, reason=_kernels.reason(kernel, dtype),
                                 needed=kernel.status == "none", rows=rows)
     try:
-        return _compiled.CompiledOp(*args, rows=parts)
+        return _one_op(*args, rows=parts)
     except UnsupportedError as exc:
         if dtype not in _arrays.LOW_PRECISION:
             raise
         try:  # a kernel the probe did not foresee is missing: f32 has them all
-            return _as_f32.F32Chain(*args, reason=_kernels.reason(None, dtype), needed=True,
+            return _as_f32.ChainOp(*args, reason=_kernels.reason(None, dtype), needed=True,
                                     rows=rows)
         except UnsupportedError:
             raise exc from None
+
+
+def _one_op(kind: str, attrs: dict[str, Any], dtype: str, metas: list[tuple], out: tuple,
+            constants: Optional[dict[int, np.ndarray]], order: tuple[int, ...], threads: int,
+            rows: int) -> Any:
+    """The op (``CompiledOp``'s arguments) as one compiled partition for parts of `rows`
+    samples (0: the whole batch), or as a chain where oneDNN 3.2 would apply its bias
+    more than once (``_impl.repeated_epilogue``): the kernel without it, then a BiasAdd."""
+    args = (kind, attrs, dtype, metas, out, constants, order, threads)
+    if len(metas) > 2 and _repeated_epilogue.on_deconvolution(kind):
+        taken = order or tuple(range(len(metas)))
+        part, batched = _batch_parts.split(kind, taken, rows, out[0][0])
+        shapes = [_batch_parts.part_shape(metas[i][0], part * (i in batched)) for i in taken]
+        count = _repeated_epilogue.repeats(kind, attrs, shapes, _batch_parts.part_shape(out[0], part),
+                                           (dtype,) * 4, threads)
+        if count > 1:
+            return _as_f32.ChainOp(*args, reason=_repeated_epilogue.why(count), rows=rows)
+    return _compiled.CompiledOp(*args, rows=rows)
 
 
 def formed_op(way: _lowering.NativeOp, dtype: str, metas: list[tuple], out: tuple,
@@ -322,8 +340,11 @@ def _lowering_of(op: Any, way: _lowering.NativeOp) -> str:
     the batch in parts (``_impl.batch_parts``)."""
     rows = getattr(op, "rows", 0)
     parts = f", {rows} sample{'s' if rows > 1 else ''} at a time" if rows else ""
-    if isinstance(op, _as_f32.F32Chain):
-        chain = f"in f32 between TypeCasts ({op.reason}), {_casts.describe(op.chain.converters)}{parts}"
+    if isinstance(op, _as_f32.ChainOp):
+        steps = [f"in f32 between TypeCasts ({op.reason}), {_casts.describe(op.chain.converters)}"] \
+            if op.runs_in_f32 else []
+        steps += [op.chain.split.why] if op.chain.split else []
+        chain = ", ".join(steps) + parts
         return chain if way.lowering == "native" else f"{way.lowering}, {chain}"
     return way.lowering + parts
 
@@ -345,14 +366,14 @@ def _tune(op: _compiled.CompiledOp, chosen: _lowering.NativeOp, plan: shapes.Pla
     candidates = []
     # bf16/f16 where oneDNN has an optimized kernel: that kernel, and the f32 chain.
     forms: list[Optional[bool]] = [None]
-    if op.dtype in _arrays.LOW_PRECISION and not (isinstance(op, _as_f32.F32Chain) and op.needed):
+    if op.dtype in _arrays.LOW_PRECISION and not (isinstance(op, _as_f32.ChainOp) and op.runs_in_f32 and op.needed):
         forms = [False, True]
     # Every formulation has its own op kind; `op` is one of them (the default).
     for way in [native, *_lowering.alternatives(plan, input_shapes, native)]:
         for threads in counts:
             for in_f32 in forms:
                 if way.kind == op.kind and threads == op.threads and \
-                        in_f32 in (None, isinstance(op, _as_f32.F32Chain)):
+                        in_f32 in (None, op.runs_in_f32):
                     candidates.append(op)
                     continue
                 try:
@@ -360,7 +381,7 @@ def _tune(op: _compiled.CompiledOp, chosen: _lowering.NativeOp, plan: shapes.Pla
                                         in_f32)
                 except UnsupportedError:
                     continue  # oneDNN 3.2 cannot compile this formulation here; the others remain
-                if in_f32 is not None and isinstance(compiled, _as_f32.F32Chain) != in_f32:
+                if in_f32 is not None and compiled.runs_in_f32 != in_f32:
                     continue  # no such form of it (oneDNN has no kernel of the dtype for it)
                 compiled.lowering = _lowering_of(compiled, chosen if way.kind == chosen.kind else way)
                 candidates.append(compiled)

@@ -79,7 +79,8 @@ class CompiledOp:
     in parts; ``inputs`` and ``output`` still describe the whole batch.
     """
 
-    compiled: Any  # the one compiled partition (``_as_f32.F32Chain`` has several)
+    compiled: Any  # the one compiled partition (``_as_f32.ChainOp`` has several)
+    runs_in_f32 = False  # a bf16/f16 op in f32 between TypeCasts (``_as_f32.ChainOp``)
 
     def __init__(self, kind: str, attrs: dict[str, Any], dtype: str,
                  inputs: Sequence[tuple], output: tuple,

@@ -95,6 +95,7 @@ class Formed:
     implement ``_scratch_arrays`` and ``_run`` (``_build`` makes the inner op)."""
 
     compiled = None  # no single partition on the caller's arrays: no DirectCall
+    runs_in_f32 = False  # (``_as_f32.ChainOp``'s sense: bf16/f16 between TypeCasts)
     input_order: tuple[int, ...] = ()
     inner: Any = None
     inputs: list[Any]

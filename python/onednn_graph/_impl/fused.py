@@ -124,6 +124,9 @@ class Fused:
         # oneDNN has no kernel for the dtype here: its partitions run in f32 between
         # TypeCasts (3.13 returns such a chain op by op, 3.2 as one partition).
         self.runs_in_f32 = any(compiled.runs_in_f32 for compiled, _, _ in self.parts)
+        # oneDNN 3.2 would apply a ConvTranspose's epilogue more than once: it runs after
+        # the kernel (_impl.repeated_epilogue); why, or None.
+        self.epilogue_apart = next((c.epilogue_apart for c, _, _ in self.parts if c.epilogue_apart), None)
         self.lock = threading.Lock()
 
     def run(self, arrays: dict[int, np.ndarray]) -> None:
@@ -355,7 +358,9 @@ class _Call(_compiled.FusedEntry):
             self.stages = [Fused((kind, native.attrs, problem.ports), None, post_key[:cut], head_end)]
         if cut < len(post_key):
             self.stages.append(Fused(None, real, post_key[cut:], result))
-        self.lowering = native.lowering
+        apart = next((f.epilogue_apart for f in self.stages if f.epilogue_apart), None)
+        self.lowering = native.lowering if apart is None else \
+            apart if native.lowering == "native" else f"{native.lowering}, {apart}"
         self.compile_seconds = time.perf_counter() - started
 
     @staticmethod

@@ -23,7 +23,8 @@ import numpy as np
 from .. import _core
 from . import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, casts as _casts,
                dataflow as _dataflow, json_format as _json_format, kept_apart as _kept_apart,
-               kernels as _kernels, registry as _registry, version as _version)
+               kernels as _kernels, registry as _registry, repeated_epilogue as _repeated_epilogue,
+               version as _version)
 from .spec_op import Native, Op, check_list
 from ..errors import Error, UnsupportedError
 
@@ -287,9 +288,11 @@ class CompiledPartition:
         return result
 
     def _build(self, ops: list[_core.Op], native_partition: _core.Partition) -> _Runner:
-        """The compiled partition of `ops`, or a Chain running them in f32."""
+        """The compiled partition of `ops`, or a Chain running them in f32, or with a
+        ConvTranspose's epilogue after it where oneDNN 3.2 would repeat it
+        (``_impl.repeated_epilogue``)."""
         failure: Optional[Error] = None
-        if not any(_needs_f32(op) for op in ops):
+        if not any(_needs_f32(op) for op in ops) and _repeated_epilogue.split(ops) is None:
             try:
                 return native_partition.compile(self._inputs, self._outputs, self._engine)
             except Error as exc:
@@ -320,16 +323,24 @@ class CompiledPartition:
     def runs_in_f32(self) -> bool:
         """Whether it runs in f32 between TypeCasts (this CPU's oneDNN has no kernel
         for an op of it in its bf16/f16 dtype, or only the reference kernel)."""
-        return isinstance(self._native, _as_f32.Chain)
+        return isinstance(self._native, _as_f32.Chain) and self._native.widened
 
     @property
     def conversions(self) -> Optional[str]:
         """Who converts the TypeCasts of a partition that runs in f32 (``runs_in_f32``):
         the package where oneDNN's reorder for them is not a jit one, else oneDNN;
         None for a partition that runs natively."""
-        if not isinstance(self._native, _as_f32.Chain):
+        runner = self._native
+        if not isinstance(runner, _as_f32.Chain) or not runner.widened:
             return None
-        return _casts.describe(self._native.converters)
+        return _casts.describe(runner.converters)
+
+    @property
+    def epilogue_apart(self) -> Optional[str]:
+        """Why a ConvTranspose of the partition runs its epilogue after the kernel
+        (oneDNN 3.2 would apply it more than once: ``_impl.repeated_epilogue``), or None."""
+        runner = self._native
+        return runner.split.why if isinstance(runner, _as_f32.Chain) and runner.split else None
 
     def query_logical_tensor(self, id: int) -> _core.LogicalTensor:
         if id in self._full:  # a cropped tensor: the user's, as compiled

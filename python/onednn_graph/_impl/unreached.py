@@ -25,6 +25,7 @@ class Unreached:
     (``_call.Prepared.run``) writes ConvTranspose's bias where it is due."""
 
     compiled = None
+    runs_in_f32 = False
 
     def direct_call(self, shape: Any, dtype: Any) -> None:
         """None: there is nothing for a native call to run."""

@@ -529,6 +529,8 @@ def run(graph: _graph.Graph, *, perf: bool = False, exact: bool = False, repeat:
                          f"TypeCasts (no kernel for the dtype on {_core.cpu_isa()}, or only "
                          f"the reference one), {c.conversions}" for p, (c, _, _) in zip(partitions, steps)
                          if c.runs_in_f32]
+    result.lowerings += [f"op(s) {', '.join(map(str, sorted(p.op_ids)))}: {c.epilogue_apart}"
+                         for p, (c, _, _) in zip(partitions, steps) if c.epilogue_apart]
     if epilogue and not perf:
         result.checks = _check_outputs(graph, calls, arrays)
         result.passed = all(c.comparison.ok for c in result.checks)

@@ -180,7 +180,7 @@ def package(p: Problem) -> Outcome:
             _compiled.CACHE.clear()  # so that the call compiles, and the cache holds its op
             got = _function(case.kind)(*p.args, **p.kwargs)
             [op] = _compiled.CACHE.ops()
-            if isinstance(op, _as_f32.F32Chain) and op.needed:  # not when only faster
+            if op.runs_in_f32 and op.needed:  # not when only faster
                 how = ("" if how == "native" else f"{how}; ") + _NO_KERNEL
     except UnsupportedError as exc:
         return Outcome("unsupported", str(exc))
