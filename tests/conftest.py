@@ -24,6 +24,21 @@ else:
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_addoption(parser):
+    parser.addoption("--wide", action="store_true",
+                     help="also run the tests marked wide (the wider channel-count sweep: minutes)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without --wide, the tests marked wide are deselected (pytest's last line counts them)."""
+    if config.getoption("--wide"):
+        return
+    wide = [item for item in items if item.get_closest_marker("wide") is not None]
+    if wide:
+        config.hook.pytest_deselected(items=wide)
+        items[:] = [item for item in items if item.get_closest_marker("wide") is None]
+
+
 def pytest_report_header(config):
     v = og.system.onednn_version()
     return (f"onednn_graph: oneDNN {v.major}.{v.minor}.{v.patch} ({v.cpu_runtime}), "

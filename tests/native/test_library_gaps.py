@@ -101,3 +101,48 @@ def test_onednn_still_fuses_a_skip_of_another_dtype_wrongly():
     v = og.system.onednn_version()
     assert off > 1, (f"oneDNN {v.major}.{v.minor} fuses a u8 skip into an s8 result right "
                      f"(off by at most {off}): _impl.kept_apart is not needed on this version")
+
+
+# Geometries where oneDNN 3.2's brgconv_strided may walk the kernel one row at a time
+# (_impl.repeated_epilogue): the DCGAN / pix2pix upsampler (wrong from 512 input channels
+# on AMD Zen 4, 1024 capped at AVX2), kernel == stride, kernel 8 stride 4 (from 64
+# channels), and shapes it gets right.
+_EPILOGUE_CASES = [(512, 256, 4, 2, 1), (1024, 256, 4, 2, 1), (1024, 64, 4, 4, 0), (64, 64, 8, 4, 2),
+                   (256, 128, 4, 2, 1), (1024, 256, 2, 2, 0), (512, 256, 3, 1, 1)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("c_in, c_out, k, s, p", _EPILOGUE_CASES,
+                         ids=[f"{ci}to{co}-k{k}s{s}p{p}" for ci, co, k, s, p in _EPILOGUE_CASES])
+def test_the_probe_finds_exactly_where_onednn_repeats_the_bias(c_in, c_out, k, s, p, threads):
+    """``_core.epilogue_repeats`` (what the package asks before compiling a ConvTranspose
+    with an epilogue) against the kernel itself: a ConvTranspose with its bias compiled
+    as one partition, on the raw binding (no workaround), on exact inputs. Where the
+    probe says 1 the result is the reference's; where it says n > 1, some output holds
+    the bias more than once and none more than n times. A oneDNN without the defect
+    (3.3 and later) is never probed, and must be right."""
+    import numpy as np
+    from onednn_graph._impl import compiled, repeated_epilogue
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(-2, 3, (2, c_in, 4, 4)).astype(np.float32)
+    w = rng.integers(-2, 3, (c_in, c_out, k, k)).astype(np.float32)
+    b = rng.integers(1, 3, c_out).astype(np.float32)  # a bias never 0: each extra one shows
+    kw = dict(strides=s, pads_begin=p, pads_end=p, data_format="NCX", weights_format="IOX")
+    want = og.reference.conv_transpose(x, w, b, **kw)
+    attrs = {"strides": [s, s], "pads_begin": [p, p], "pads_end": [p, p], "dilations": [1, 1],
+             "auto_pad": "None", "groups": 1, "output_padding": [0, 0], "data_format": "NCX",
+             "weights_format": "IOX"}
+    op = compiled.CompiledOp("ConvTranspose", attrs, "f32", [compiled.meta(a) for a in (x, w, b)],
+                             compiled.meta(want), threads=threads)
+    got = np.empty_like(want)
+    op.execute([x, w, b], got)
+    times = np.round((got - og.conv_transpose(x, w, **kw)) / b[:, None, None]).max()
+    count = repeated_epilogue.repeats("ConvTranspose", attrs, [x.shape, w.shape], want.shape,
+                                      ("f32",) * 4, op.threads)
+    v = og.system.onednn_version()
+    if (v.major, v.minor) >= repeated_epilogue.FIXED_IN:
+        assert count == 1 and np.array_equal(got, want), f"oneDNN {v} repeats the bias"
+        return
+    assert np.array_equal(got, want) == (count == 1), (count, times)
+    assert times == count, (count, times)
