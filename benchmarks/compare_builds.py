@@ -90,9 +90,15 @@ def memory(calls: int = 20) -> dict[str, float]:
 
 
 class Worker:
-    def __init__(self, python: str, argv: list[str]) -> None:
-        # No tuning database: both builds run their default formulations.
+    def __init__(self, python: str, argv: list[str], load_aware: bool) -> None:
+        # No tuning database: both builds run their default formulations. On a quiet
+        # machine the two workers, taking turns, are each other's load: a build that
+        # reads the other's batch as a busy machine compiles a new problem for fewer
+        # threads (a 0.5x "regression" of every HiFi-GAN row, seen once), so the
+        # busy-machine rule is off unless --spinners asks for a busy machine.
         env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent), ONEDNN_GRAPH_TUNING_DB="off")
+        if not load_aware:
+            env["ONEDNN_GRAPH_LOAD_AWARE"] = "0"
         self.process = subprocess.Popen([python, __file__, "--worker", *argv], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True, env=env)
 
@@ -129,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         worker(dtypes, cases, args.target_ms * 1e-3)
         return 0
-    builds = [Worker(sys.executable, shared), Worker(args.other, shared)]
+    builds = [Worker(sys.executable, shared, args.spinners > 0), Worker(args.other, shared, args.spinners > 0)]
     spinning = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                 for _ in range(args.spinners)]
     start = time.perf_counter()
