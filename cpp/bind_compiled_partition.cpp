@@ -70,6 +70,9 @@ void bind_compiled_partition(py::module_ &m) {
             }, "Pairs (input id, output id) that may share memory.")
             .def_readonly("threads", &CompiledPartition::threads,
                     "OpenMP threads it was compiled for and runs on; 0: oneDNN's default.")
+            .def_readonly("compiled_threads", &CompiledPartition::compiled_threads,
+                    "The threads oneDNN sized its kernels for: the OpenMP thread count when it "
+                    "compiled (under `threads`), which its kernels run whatever the count later.")
             .def_readonly("inputs", &CompiledPartition::inputs)
             .def_readonly("outputs", &CompiledPartition::outputs)
             .def("execute", [](const CompiledPartition &c, dnnl::stream &stream,

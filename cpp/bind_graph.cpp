@@ -45,9 +45,11 @@ CompiledPartition compile(const dg::partition &p, std::vector<dg::logical_tensor
             + std::to_string(threads));
     if (!can_limit_threads()) threads = 0;
     dg::compiled_partition compiled;
+    int compiled_threads = 0;
     without_gil([&] {
         on_onednn_thread([&] {
             ThreadLimit limit(threads);
+            compiled_threads = max_threads();
             try {
                 compiled = p.compile(inputs, outputs, engine);
             } catch (const std::future_error &) {
@@ -75,8 +77,8 @@ CompiledPartition compile(const dg::partition &p, std::vector<dg::logical_tensor
     for (const auto &lt : inputs) tensors->inputs.emplace_back(lt, engine, nullptr);
     for (const auto &lt : outputs) tensors->outputs.emplace_back(lt, engine, nullptr);
     return CompiledPartition {compiled, engine, std::move(inputs), std::move(outputs),
-            std::move(input_specs), std::move(output_specs), threads, std::make_shared<std::mutex>(),
-            std::move(tensors)};
+            std::move(input_specs), std::move(output_specs), threads, compiled_threads,
+            std::make_shared<std::mutex>(), std::move(tensors)};
 }
 
 } // namespace

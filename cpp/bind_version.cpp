@@ -54,6 +54,10 @@ void bind_version(py::module_ &m) {
     m.def("can_limit_threads", &can_limit_threads,
             "Whether a compiled partition can run on fewer threads than oneDNN's default "
             "(oneDNN uses OpenMP and its runtime is loaded).");
+    m.def("max_threads", &max_threads,
+            "The threads oneDNN would run on from the calling thread: its OpenMP thread count "
+            "(omp_set_num_threads, torch.set_num_threads: one OpenMP runtime), or where oneDNN "
+            "is not OpenMP, the CPUs this process may run on.");
     m.def("clear_onednn_caches", [] {
         // A capacity of 0 evicts every entry; the old capacity is then restored.
         // What a fresh process would compile is compiled again: the benchmark's

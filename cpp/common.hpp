@@ -63,6 +63,7 @@ void bind_chain_call(py::module_ &m);
 void bind_call_cache(py::module_ &m);
 void bind_kernel_probe(py::module_ &m);
 void bind_epilogue_probe(py::module_ &m);
+void bind_onednn_thread(py::module_ &m);
 void bind_cast(py::module_ &m);
 
 } // namespace onednn_graph

@@ -16,6 +16,7 @@
 // forward_inference, compiled on the calling thread's OpenMP thread count); a "sum"
 // post-op (a fused Add of a full-size tensor, which reads the destination) changes
 // its blocking, so it is one of the questions.
+#include "onednn_thread.hpp"
 #include "primitive_problem.hpp"
 #include "threads.hpp"
 
@@ -108,8 +109,12 @@ void bind_epilogue_probe(py::module_ &m) {
         for (auto v : dst)
             if (v <= 0) throw py::value_error("epilogue_repeats: the destination is empty");
         return without_gil([&] {
-            return repeats(src_dt, weights_dt, bias_dt, dst_dt, src, weights, dst, strides, dilates,
-                    pads_l, pads_r, threads, with_sum);
+            int64_t count = 0;
+            on_onednn_thread([&] {
+                count = repeats(src_dt, weights_dt, bias_dt, dst_dt, src, weights, dst, strides, dilates,
+                        pads_l, pads_r, threads, with_sum);
+            });
+            return count;
         });
     }, py::arg("src_dtype"), py::arg("weights_dtype"), py::arg("bias_dtype"), py::arg("dst_dtype"),
             py::arg("src"), py::arg("weights"), py::arg("dst"), py::arg("strides"), py::arg("dilates"),

@@ -29,6 +29,9 @@ struct CompiledPartition {
     std::vector<dg::logical_tensor> outputs; // as given to compile()
     std::vector<BufferSpec> input_specs, output_specs; // of inputs, outputs, for execute_arrays
     int threads = 0; // OpenMP threads it was compiled for and runs on (0: oneDNN's default)
+    // The thread count oneDNN sized its kernels for: the OpenMP count when it compiled
+    // (under the `threads` cap), which its kernels keep whatever the count later.
+    int compiled_threads = 0;
     // Held while the partition executes: oneDNN 3.2 does not support running one
     // compiled partition on several threads at once (a backward-weights kernel
     // spun forever in its thread barrier here; uxlfoundation/oneDNN#4381 reports

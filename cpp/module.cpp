@@ -10,6 +10,7 @@ PYBIND11_MODULE(_core, m) {
 #endif
     bind_errors(m);
     bind_version(m);
+    bind_onednn_thread(m); // the fork handler, before any oneDNN work
     bind_engine(m);
     bind_logical_tensor(m);
     bind_op(m);

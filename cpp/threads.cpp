@@ -69,6 +69,11 @@ ThreadLimit::~ThreadLimit() {
     if (previous_ > 0) openmp().set_num_threads(previous_);
 }
 
+void set_max_threads(int threads) {
+    const auto &omp = openmp();
+    if (threads > 0 && omp.set_num_threads && omp.get_max_threads() != threads) omp.set_num_threads(threads);
+}
+
 int max_threads() {
     const auto &omp = openmp();
     if (omp.get_max_threads) return omp.get_max_threads();

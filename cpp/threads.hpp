@@ -34,6 +34,10 @@ private:
 // process may run on.
 int max_threads();
 
+// Sets the calling thread's OpenMP thread count to `threads` (> 0; where oneDNN uses
+// OpenMP): a thread that works for another takes on that one's count.
+void set_max_threads(int threads);
+
 // Runs task(i, n) for i in 0..n-1 on n threads, n = max_threads() capped at
 // `threads` (0: no cap), and returns when all are done. With OpenMP the threads are
 // oneDNN's own pool (the calling thread's team, which oneDNN's kernels have just

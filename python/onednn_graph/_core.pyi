@@ -7,7 +7,7 @@ import numpy as _np
 import collections.abc
 import numpy
 import typing
-__all__: list[str] = ['CallCache', 'Cast', 'ChainCall', 'CompiledPartition', 'DirectCall', 'Engine', 'Graph', 'LogicalTensor', 'NativeCall', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'cast', 'cast_path', 'cast_paths', 'clear_onednn_caches', 'cpu_isa', 'epilogue_repeats', 'get_constant_tensor_cache', 'onednn_allocations', 'op_kinds', 'primitive_impl', 'reorder_impl', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
+__all__: list[str] = ['CallCache', 'Cast', 'ChainCall', 'CompiledPartition', 'DirectCall', 'Engine', 'Graph', 'LogicalTensor', 'NativeCall', 'Op', 'Partition', 'Stream', 'Tensor', 'attr_types', 'call_signature', 'can_limit_threads', 'cast', 'cast_path', 'cast_paths', 'clear_onednn_caches', 'cpu_isa', 'epilogue_repeats', 'get_constant_tensor_cache', 'in_forked_child', 'max_threads', 'onednn_allocations', 'op_kinds', 'primitive_impl', 'ran_before_fork', 'reorder_impl', 'reset_onednn_peak', 'set_constant_tensor_cache', 'status_name', 'version']
 class Engine:
     """
     A oneDNN engine (the CPU).
@@ -140,6 +140,11 @@ class CompiledPartition:
         """
     def query_logical_tensor(self, id: typing.SupportsInt | typing.SupportsIndex) -> LogicalTensor:
         ...
+    @builtins.property
+    def compiled_threads(self) -> int:
+        """
+        The threads oneDNN sized its kernels for: the OpenMP thread count when it compiled (under `threads`), which its kernels run whatever the count later.
+        """
     @builtins.property
     def inplace_ports(self) -> list[tuple[int, int]]:
         """
@@ -360,6 +365,14 @@ def get_constant_tensor_cache() -> bool:
     """
     Whether oneDNN caches reordered constant tensors (process-wide).
     """
+def in_forked_child() -> bool:
+    """
+    Whether this process was forked after the extension loaded (its oneDNN calls then run on a thread of the extension's own: onednn_thread.hpp).
+    """
+def max_threads() -> int:
+    """
+    The threads oneDNN would run on from the calling thread: its OpenMP thread count (omp_set_num_threads, torch.set_num_threads: one OpenMP runtime), or where oneDNN is not OpenMP, the CPUs this process may run on.
+    """
 def onednn_allocations() -> dict:
     """
     Bytes oneDNN holds now (`current`), the most it held at once since the last
@@ -375,6 +388,10 @@ def op_kinds() -> list[str]:
 def primitive_impl(primitive: str, dtype: str, src: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], weights: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dst: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pads_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pads_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> str:
     """
     The name of the implementation oneDNN's primitive API picks for a convolution-family problem on this CPU, as the Graph API's backend asks for it (formats 'any'; dilates counted from 0, as the primitive API counts them). Raises Error (status unimplemented, ...) when no implementation takes it.
+    """
+def ran_before_fork() -> bool:
+    """
+    Whether this process was forked after oneDNN ran in it (its OpenMP threads then hang the forking thread's next parallel region: onednn_thread.hpp).
     """
 def reorder_impl(source: str, target: str, shape: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], source_strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], target_strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> str:
     """

@@ -428,9 +428,10 @@ def _python_signature(kind: str, arrays: Sequence[Any], out: Any,
 
 def signature_values(values: tuple[Any, ...]) -> tuple[Any, ...]:
     """A call's keyword `values` as its cache signature holds them: with the thread
-    count a busy machine leaves new calls (``machine_load.LIMIT``; 0 on a quiet one),
-    so that a call compiled for fewer threads is another entry."""
-    return values + (_compiled.busy_threads(),)
+    count a busy machine leaves new calls (``machine_load.LIMIT``; 0 on a quiet one)
+    and the calling thread's OpenMP thread count (``_compiled.call_threads``), so that
+    a call compiled for other threads is another entry."""
+    return values + _compiled.call_threads()
 
 
 def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
@@ -482,7 +483,7 @@ def run(kind: str, names: Sequence[str], arrays: tuple[Any, ...], out: Any,
         copied = tuple(i is not a for i, a in zip(inputs, arrays))
         cp = _plan.plan_call(kind, names, inputs, dict(zip(keys, values)))
         prepared = prepare(cp, inputs, out_meta, copied=copied, tune=_tune_new,
-                           busy_threads=keyed[-1])
+                           busy_threads=keyed[-2])
         if key is not None:
             _compiled.CACHE.store(key, prepared, prepared.op.compile_seconds, prepared.direct)
     elif prepared.any_copy:

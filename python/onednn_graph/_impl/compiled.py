@@ -271,10 +271,28 @@ def busy_threads() -> int:
     return limit.threads
 
 
-def current_generation() -> tuple[int, int]:
-    """``generation`` and ``busy_threads()``: a caller that keeps a cached call's
-    native runner looks it up again when either moves, as a functional call would."""
-    return generation, busy_threads()
+def call_threads() -> tuple[int, int]:
+    """What a new call is compiled for: ``busy_threads()``, and the calling thread's
+    OpenMP thread count now (``torch.set_num_threads`` or ``omp_set_num_threads`` set
+    it; PyTorch and oneDNN 3.2 share one OpenMP runtime). oneDNN sizes a kernel's work
+    split by the count when it compiles it, and runs that many threads whatever the count
+    later: a call compiled before a change would keep the old count. So both are part of
+    a call's cache signature (``_call.signature_values``), and a DataLoader worker's
+    ``torch.set_num_threads(1)`` gets calls compiled for one thread."""
+    return busy_threads(), _core.max_threads()
+
+
+def current_generation() -> tuple[int, int, int]:
+    """``generation`` and ``call_threads()``: a caller that keeps a cached call's
+    native runner looks it up again when one moves, as a functional call would. (Written
+    out: a layer asks it on every call.)"""
+    limit = _machine_load.LIMIT
+    if time.monotonic() >= limit.next_check:
+        limit.refresh()
+    return generation, limit.threads, _max_threads()
+
+
+_max_threads = _core.max_threads
 
 
 def clear_cache() -> None:

@@ -421,9 +421,10 @@ def prepare(kind: str, names: Sequence[str], arrays: Sequence[Any], attrs: dict,
     # A C-contiguous `out` is laid out as the result the call allocates without one.
     out_meta = None if out_view is None or out_view.flags.c_contiguous else _compiled.meta(out_view)
     # Tagged: a fused call's key never equals a single-op call's in the one cache.
+    # With the calling thread's OpenMP thread count: partitions are compiled for it.
     key = (_KEY_TAG, kind, tuple((_compiled.meta(a), a.dtype.str, q) for a, q in read),
            tuple((k, _call._freeze(v)) for k, v in attrs.items()),
-           _post_key(posts), out_meta, quantize)
+           _post_key(posts), out_meta, quantize, _core.max_threads())
     inputs = [a for a, _ in read]
     call = _get(key, lambda: _Call(_Problem(kind, names, inputs, [q for _, q in read], attrs,
                                             posts, quantize), out_meta))
