@@ -105,9 +105,12 @@ def test_a_model_after_a_bf16_layer_runs_and_an_export_outside_autocast_stays_f3
         assert exported.module()(x).dtype == torch.bfloat16
 
 
-def test_float64_stays_float64_and_is_refused_as_torch_names_it():
-    # autocast leaves float64 alone; the ops take f32/bf16/f16, so the call is refused
-    _, ours = _pair(2, torch.float64)
+def test_float64_stays_float64_and_runs_as_torch_nn():
+    # autocast leaves float64 alone; oneDNN computes f32/bf16/f16, so a float64 layer runs
+    # torch.nn's computation (issue 47), which gives the stock layer's numbers exactly
+    theirs, ours = _pair(2, torch.float64)
     x = torch.randn(1, 6, 5, 5, dtype=torch.float64)
-    with torch.autocast("cpu", dtype=torch.bfloat16), pytest.raises(TypeError, match="float64"):
-        ours(x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got, want = ours(x), theirs(x)
+    assert got.dtype == torch.float64
+    assert torch.equal(got, want)

@@ -32,7 +32,7 @@ import torch
 from torch.nn.utils import parametrize
 from torch.nn.utils.weight_norm import WeightNorm as _WeightNorm  # the older hook's class
 
-from . import modules as _modules
+from . import _processes, _routing, modules as _modules
 
 __all__ = ["convert", "revert", "report", "Report", "LayerReport"]
 
@@ -60,7 +60,11 @@ class LayerReport(NamedTuple):
 
 class Report(list):
     """What computes each transposed convolution of a module tree: a list of
-    ``LayerReport``, printed as a table."""
+    ``LayerReport``, printed as a table; and ``functional_calls``, where the tree's
+    forward calls ``torch.nn.functional.conv_transpose1d/2d/3d`` itself (as torch.fx
+    traces it), which no conversion swaps (``route_functional`` runs them on oneDNN)."""
+
+    functional_calls: list[str] = []
 
     @property
     def on_onednn(self) -> list[LayerReport]:
@@ -71,13 +75,20 @@ class Report(list):
         return [r for r in self if r.runs_on == "torch.nn"]
 
     def __str__(self) -> str:
+        calls = [_calls_note(self.functional_calls)] if self.functional_calls else []
         if not self:
-            return "no transposed convolution"
+            return "\n".join(calls or ["no transposed convolution"])
         rows = [("layer", "class", "runs on", "why")] + [
             (r.path or "(the module itself)", r.layer, r.runs_on, r.why) for r in self]
         widths = [max(len(row[i]) for row in rows) for i in range(3)]
-        return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3]
-                         for row in rows).rstrip()
+        return "\n".join(["  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths)) + "  " + row[3]
+                          for row in rows] + calls).rstrip()
+
+
+def _calls_note(calls: list[str]) -> str:
+    return (f"and {len(calls)} call{'s' * (len(calls) > 1)} of torch's function in forward, on "
+            f"torch: {'; '.join(calls)} (onednn_graph.torch.route_functional() runs them on "
+            "oneDNN; onednn_graph.torch.conv_transpose1d/2d/3d are the drop-ins)")
 
 
 def _base(module: torch.nn.Module) -> type:
@@ -97,15 +108,21 @@ def _state(module: torch.nn.Module, subclasses: bool) -> tuple[str, str, Optiona
     """(runs on, why, the class to become where `convert` swaps it) for a transposed
     convolution `module`."""
     base = _base(module)
-    if base in _TO_TORCH or getattr(base, "_onednn_base", None) is not None:
-        return "oneDNN", "the package's layer", None
+    ours = base in _TO_TORCH or getattr(base, "_onednn_base", None) is not None
+    # What torch.nn computes in the package's layer too (``_layer.torch_nn``).
+    layer = "the package's layer, " if ours else ""
     # Its parameters, not `weight`: a parametrized weight is computed on each read, and
     # spectral_norm's read in training mode runs a power iteration, changing its buffers.
     param = next(module.parameters(), None)
     if param is not None and param.device.type not in ("cpu", "meta"):
-        return "torch.nn", f"on {param.device}: oneDNN here runs on the CPU", None
+        return "torch.nn", f"{layer}on {param.device}: oneDNN here runs on the CPU", None
     if param is not None and param.dtype not in (torch.float32, torch.bfloat16, torch.float16):
-        return "torch.nn", f"{param.dtype}: oneDNN computes float32, bfloat16, float16", None
+        return "torch.nn", f"{layer}{param.dtype}: oneDNN computes float32, bfloat16, float16", None
+    if ours:
+        if not _processes.onednn_usable:
+            return "torch.nn", ("the package's layer, in a process forked after oneDNN's runtime "
+                                "ran: it does not survive fork"), None
+        return "oneDNN", "the package's layer", None
     if base in _TO_OURS:
         return "torch.nn", "torch.nn's layer", _TO_OURS[base]
     torch_cls: Any = _torch_class(base)  # not None: `module` is a transposed convolution
@@ -141,8 +158,10 @@ def report(module: torch.nn.Module) -> Report:
     """
     if not isinstance(module, torch.nn.Module):
         raise TypeError(f"report: module must be a torch.nn.Module, got {type(module).__name__}")
-    return Report(LayerReport(path, _name(_base(m)), *_state(m, subclasses=False)[:2])
+    made = Report(LayerReport(path, _name(_base(m)), *_state(m, subclasses=False)[:2])
                   for path, m in _transposed_convolutions(module))
+    made.functional_calls = _routing.functional_calls(module)
+    return made
 
 
 def convert(module: torch.nn.Module, inplace: bool = False, *,
@@ -193,6 +212,9 @@ def convert(module: torch.nn.Module, inplace: bool = False, *,
     if left:
         _log.warning("convert: %d transposed convolution%s left on torch.nn: %s", len(left),
                      "s" * (len(left) > 1), "; ".join(left))
+    calls = _routing.functional_calls(module)
+    if calls:
+        _log.warning("convert: layers only; the model's forward makes %s", _calls_note(calls)[4:])
     return module
 
 

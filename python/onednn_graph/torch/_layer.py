@@ -22,23 +22,25 @@ is then the low-precision call's). Where a call is traced or unbatched, it takes
 from __future__ import annotations
 
 import functools
+import os
 import weakref
 from typing import Any, Optional
 
 import torch
 
-from . import _eager, _library, _native, functional as _functional
+from . import _eager, _library, _native, _processes, functional as _functional
 
-__all__ = ["forward"]
+__all__ = ["forward", "torch_nn"]
 
 
 class _Plan:
-    """What one layer's last call settled (see the module's docstring)."""
+    """What one layer's last call settled (see the module's docstring); ``call`` None where
+    torch.nn computes it (``torch_nn``)."""
 
     __slots__ = ("key", "call", "weight", "w_ptr", "bias", "b_ptr", "x_stride", "w_stride",
                  "runner")
 
-    def __init__(self, key: tuple, call: _eager.Call) -> None:
+    def __init__(self, key: tuple, call: Optional[_eager.Call]) -> None:
         self.key, self.call = key, call
         self.weight: Any = None
         self.bias: Any = None
@@ -49,7 +51,9 @@ class _Plan:
 
 
 # id(layer) -> (a weak reference to the layer, its plan); an entry goes with its layer.
+# A forked child makes its plans again (whether oneDNN runs there: _processes).
 _plans: dict[int, tuple[Any, _Plan]] = {}
+os.register_at_fork(after_in_child=_plans.clear)
 
 
 def _forget(ref: Any, key: int) -> None:
@@ -62,8 +66,10 @@ def _plan_of(layer: torch.nn.Module, key: tuple, args: tuple) -> _Plan:
     entry = _plans.get(id(layer))
     if entry is not None and entry[0]() is layer and entry[1].key == key:
         return entry[1]
+    # None: torch.nn computes it (a dtype oneDNN does not take; a process it cannot run in)
     call = _functional._cached_call(_functional._cached_conv_transpose,
-                                    _functional._checked_conv_transpose, args)
+                                    _functional._checked_conv_transpose, args) \
+        if key[1] in _ONEDNN_DTYPES and key[3] in _ONEDNN_DTYPES and _processes.onednn_usable else None
     plan = _Plan(key, call)
     ref = weakref.ref(layer, functools.partial(_forget, key=id(layer)))
     _plans[id(layer)] = (ref, plan)
@@ -81,6 +87,10 @@ def forward(layer: Any, input: torch.Tensor) -> torch.Tensor:
     nsp = len(layer.kernel_size)
     if type(input) not in _PLAIN or input.dim() != nsp + 2 \
             or not _library.untraced(input, weight, bias):
+        if input.dtype not in _ONEDNN_DTYPES or weight.dtype not in _ONEDNN_DTYPES \
+                or not _processes.onednn_usable or not (input.is_cpu or input.is_meta) \
+                or not (weight.is_cpu or weight.is_meta):  # (another device: untraced says no)
+            return torch_nn(layer, input, weight, bias)
         return _functional._conv_transpose_nd(nsp, input, weight, bias, layer.stride,
                                               layer.padding, layer.output_padding, layer.groups,
                                               layer.dilation)
@@ -91,6 +101,8 @@ def forward(layer: Any, input: torch.Tensor) -> torch.Tensor:
            layer.stride, layer.padding, layer.output_padding, layer.dilation, layer.groups)
     plan = _plan_of(layer, key, (nsp, *key[:6], layer.stride, layer.padding,
                                  layer.output_padding, layer.groups, layer.dilation))
+    if plan.call is None:
+        return torch_nn(layer, input, weight, bias)
     if plan.call.empty:  # nothing to sum: the registered op knows the geometry's answer
         return _library.conv_transpose(input, weight, bias, *plan.call.attrs)
     # The runner while the input's and the weight's layouts stay (its native calls take
@@ -118,6 +130,20 @@ def forward(layer: Any, input: torch.Tensor) -> torch.Tensor:
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
+#: What oneDNN computes; a layer whose input or weight is another dtype (float64, which
+#: ``model.double()`` and ``gradcheck`` give, complex) runs torch.nn's computation.
+_ONEDNN_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+_TORCH_FUNCTIONS = {1: torch.nn.functional.conv_transpose1d, 2: torch.nn.functional.conv_transpose2d,
+                    3: torch.nn.functional.conv_transpose3d}
+
+
+def torch_nn(layer: Any, input: torch.Tensor, weight: torch.Tensor, bias: Any) -> torch.Tensor:
+    """``layer(input)`` as torch.nn's layer computes it (on the weight and bias already
+    read: a parametrized weight is computed on each read), for a call oneDNN does not
+    compute: another dtype than it takes, another device than the CPU, or a process
+    where it cannot run (``_processes``). ``report`` says so of the layer."""
+    return _TORCH_FUNCTIONS[len(layer.kernel_size)](input, weight, bias, layer.stride, layer.padding,
+                                                    layer.output_padding, layer.groups, layer.dilation)
 
 
 def __dir__() -> list[str]:

@@ -54,11 +54,15 @@ def _custom_op(name: str) -> Callable[[Callable[..., torch.Tensor]], Any]:
 
 def untraced(*tensors: Optional[torch.Tensor]) -> bool:
     """Whether nothing traces or transforms a call on `tensors` (``torch.compile``,
-    ``torch.export``, ``torch.func``, dispatch or function modes), and they are plain
-    tensors and parameters (not subclasses, which may trace or dispatch) in CPU memory
-    (a meta tensor has no memory: the registered op's fake implementation answers)."""
+    ``torch.export``, ``torch.jit.trace``, ``torch.func``, dispatch or function modes), and
+    they are plain tensors and parameters (not subclasses, which may trace or dispatch) in
+    CPU memory (a meta tensor has no memory: the registered op's fake implementation
+    answers). ``torch.jit.trace`` records only what goes through the dispatcher: a call
+    it traces takes the registered op, which its graph then holds (the eager path's
+    NumPy views would leave the traced input's result in it as a constant)."""
     if (torch.compiler.is_compiling()  # first: dynamo cannot trace the checks below
-            or _dispatch_modes() or _function_modes() or _functorch_level() is not None):
+            or _dispatch_modes() or _function_modes() or _functorch_level() is not None
+            or _jit_tracing() is not None):
         return False
     for t in tensors:  # (a loop: all() over a generator costs a layer call a microsecond)
         if t is not None and (type(t) not in _PLAIN or not t.is_cpu):
@@ -66,7 +70,26 @@ def untraced(*tensors: Optional[torch.Tensor]) -> bool:
     return True
 
 
+_jit_tracing = torch._C._get_tracing_state
 _dispatch_modes = torch._C._len_torch_dispatch_stack
+
+
+def jit_tracing() -> bool:
+    """Whether ``torch.jit.trace`` is tracing this call."""
+    return _jit_tracing() is not None
+
+
+def traced_shapes(*tensors: Optional[torch.Tensor]) -> tuple:
+    """The shapes of `tensors` as ints while ``torch.jit.trace`` traces: there a size is a
+    traced tensor, and every check of one would be recorded (and warned about as a
+    conversion to a Python bool). The registered op the trace records takes attributes,
+    not sizes, so its graph computes other inputs' sizes itself."""
+    state = _jit_tracing()
+    torch._C._set_tracing_state(None)
+    try:
+        return tuple(None if t is None else torch.Size(tuple(t.shape)) for t in tensors)
+    finally:
+        torch._C._set_tracing_state(state)
 _function_modes = torch._C._is_torch_function_mode_enabled
 _functorch_level = torch._C._functorch.peek_interpreter_stack
 _PLAIN = (torch.Tensor, torch.nn.Parameter)

@@ -181,6 +181,9 @@ def _conv_transpose_nd(nsp: int, input: Any, weight: Any, bias: Any, stride: Int
     if bias is not None:
         _check_tensor(fn, "bias", bias)
     dtypes = (input.dtype, weight.dtype, None if bias is None else bias.dtype)
+    shapes_ = (input.shape, weight.shape, None if bias is None else bias.shape)
+    if _library.jit_tracing():
+        shapes_ = _library.traced_shapes(input, weight, bias)
     if torch.is_autocast_enabled("cpu"):
         # Autocast casts before the dtypes are compared, so that an input a bf16 layer
         # wrote meets f32 weights as in torch.nn: here where the call runs eagerly, else
@@ -193,8 +196,7 @@ def _conv_transpose_nd(nsp: int, input: Any, weight: Any, bias: Any, stride: Int
             cast = torch.get_autocast_dtype("cpu")
             dtypes = tuple(cast if _autocast_eligible(t, cast) else d
                            for t, d in zip((input, weight, bias), dtypes))
-    args = (nsp, input.shape, dtypes[0], weight.shape, dtypes[1],
-            None if bias is None else bias.shape, dtypes[2],
+    args = (nsp, shapes_[0], dtypes[0], shapes_[1], dtypes[1], shapes_[2], dtypes[2],
             stride, padding, output_padding, groups, dilation)
     call = _cached_call(_cached_conv_transpose, _checked_conv_transpose, args)
     unbatched = input.dim() == nsp + 1

@@ -47,6 +47,8 @@ class _OneDNNForward(torch.nn.modules.conv._ConvTransposeNd):
                                   self.groups)
         if output_size is None:
             return _layer.forward(self, input)  # with what the layer's last call settled
+        if input.dtype not in _layer._ONEDNN_DTYPES or not (input.is_cpu or input.is_meta):
+            return super().forward(input, output_size)  # as _layer.forward
         output_padding = self._output_padding(input, output_size, self.stride, self.padding,
                                               self.kernel_size, nsp, self.dilation)
         return F._conv_transpose_nd(nsp, input, self.weight, self.bias, self.stride, self.padding,
