@@ -1,5 +1,5 @@
 """What running a ConvTranspose's epilogue after the kernel costs, where oneDNN 3.2 would
-apply it more than once (issue 44, ``_impl.repeated_epilogue``).
+apply it more than once (issue 44, ``_impl.epilogue_apart``).
 
     python benchmarks/epilogue_apart.py [--rounds 15] [--out docs/benchmarks/<cpu>-epilogue-apart.md]
 
@@ -31,7 +31,7 @@ import numpy as np
 
 import onednn_graph as og
 from onednn_graph import _core, post
-from onednn_graph._impl import compiled as _compiled, repeated_epilogue as _repeated, version as _version
+from onednn_graph._impl import compiled as _compiled, epilogue_apart as _apart, version as _version
 from onednn_graph._impl.plan import plan_call
 
 # (name, batch, C_in, C_out, spatial, kernel, stride, pads)
@@ -92,20 +92,20 @@ def _first_calls(rounds: int) -> list[str]:
     lines = ["", f"First calls (ms, empty caches, median of {rounds}): the package asks the kernel "
              "where the defect can be (the probe), which costs about one call", "",
              "| layer | with the probe | without | one call |", "|---|---|---|---|"]
-    probe = _repeated._probe
+    probe = _apart._probe
     for layer in LAYERS:
         x, w, b, kw = _arrays(layer, "NCX")
         seconds: dict[bool, list[float]] = {True: [], False: []}
         for r in range(2 * rounds):
             asked = r % 2 == 0
-            _repeated._probe = probe if asked else (lambda *a: 1)  # type: ignore[assignment]
+            _apart._probe = probe if asked else (lambda *a: 1)  # type: ignore[assignment]
             probe.cache_clear()
             og.cache.clear_cache()
             _core.clear_onednn_caches()
             start = time.perf_counter()
             og.conv_transpose(x, w, b, **kw)
             seconds[asked].append(time.perf_counter() - start)
-        _repeated._probe = probe  # type: ignore[assignment]
+        _apart._probe = probe  # type: ignore[assignment]
         start = time.perf_counter()
         og.conv_transpose(x, w, b, **kw)
         once = time.perf_counter() - start
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             x, w, b, kw = _arrays(layer, fmt)
             y = og.conv_transpose(x, w, b, **kw)
             attrs = plan_call("ConvTranspose", ("src", "weights", "bias"), [x, w, b], kw).native.attrs
-            repeats = _repeated.repeats("ConvTranspose", attrs, [x.shape, w.shape], y.shape, ("f32",) * 4, 0)
+            repeats = _apart.repeats("ConvTranspose", attrs, [x.shape, w.shape], y.shape, ("f32",) * 4, 0)
             for epilogue in ("bias", "bias+ReLU+Add"):
                 skip = None if epilogue == "bias" else np.random.default_rng(1).standard_normal(y.shape, dtype=np.float32)
                 posts = [] if skip is None else [post.relu(), post.add(skip)]

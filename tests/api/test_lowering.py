@@ -125,7 +125,10 @@ def test_lowering_decides_and_matches_reference(rng, kind, fmt, attrs, bias, nat
     assert (call.way.kind, want[1] in call.way.lowering) == (want[0], True)
 
     op = og.compile_op(kind, **dict(zip(names, (a.shape for a in arrays))), dtype="f32", **kw)
-    assert op.lowering == call.way.lowering
+    # (a bias may run apart on this CPU's kernel: _impl.epilogue_apart, said after the plan's)
+    apart = "its bias and post-ops after it"
+    assert op.lowering == call.way.lowering or (bias and apart in op.lowering and (
+        call.way.lowering == "native" or op.lowering.startswith(call.way.lowering + ", ")))
     got = op(*arrays)
     terms = accumulation_terms(call.plan, call.input_shapes)
     assert_matches_reference(got, FUNCTIONS[kind], tuple(arrays), kw, "f32", terms)

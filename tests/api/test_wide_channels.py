@@ -1,7 +1,7 @@
 """Every op at the channel counts real models use, against the reference (issue 44).
 
 oneDNN 3.2 added ``ConvTranspose2d(512, 256, 4, 2, 1)``'s bias up to 4 times on AMD Zen 4
-(``_impl.repeated_epilogue``), and no test saw it: none used more than a few dozen
+(``_impl.epilogue_apart``), and no test saw it: none used more than a few dozen
 channels. Here the four ops run with 64 to 1024 channels in and out, with and without a
 bias, in f32, bf16 and f16, both data formats, for the (kernel, stride, pads) families of
 decoders and GANs (k = 2s upsamplers, k = s patch and detection heads, k = s + 1, stride

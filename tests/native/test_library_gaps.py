@@ -104,7 +104,7 @@ def test_onednn_still_fuses_a_skip_of_another_dtype_wrongly():
 
 
 # Geometries where oneDNN 3.2's brgconv_strided may walk the kernel one row at a time
-# (_impl.repeated_epilogue): the DCGAN / pix2pix upsampler (wrong from 512 input channels
+# (_impl.epilogue_apart): the DCGAN / pix2pix upsampler (wrong from 512 input channels
 # on AMD Zen 4, 1024 capped at AVX2), kernel == stride, kernel 8 stride 4 (from 64
 # channels), and shapes it gets right.
 _EPILOGUE_CASES = [(512, 256, 4, 2, 1), (1024, 256, 4, 2, 1), (1024, 64, 4, 4, 0), (64, 64, 8, 4, 2),
@@ -122,7 +122,7 @@ def test_the_probe_finds_exactly_where_onednn_repeats_the_bias(c_in, c_out, k, s
     the bias more than once and none more than n times. A oneDNN without the defect
     (3.3 and later) is never probed, and must be right."""
     import numpy as np
-    from onednn_graph._impl import compiled, repeated_epilogue
+    from onednn_graph._impl import compiled, epilogue_apart
 
     rng = np.random.default_rng(0)
     x = rng.integers(-2, 3, (2, c_in, 4, 4)).astype(np.float32)
@@ -138,10 +138,10 @@ def test_the_probe_finds_exactly_where_onednn_repeats_the_bias(c_in, c_out, k, s
     got = np.empty_like(want)
     op.execute([x, w, b], got)
     times = np.round((got - og.conv_transpose(x, w, **kw)) / b[:, None, None]).max()
-    count = repeated_epilogue.repeats("ConvTranspose", attrs, [x.shape, w.shape], want.shape,
+    count = epilogue_apart.repeats("ConvTranspose", attrs, [x.shape, w.shape], want.shape,
                                       ("f32",) * 4, op.threads)
     v = og.system.onednn_version()
-    if (v.major, v.minor) >= repeated_epilogue.FIXED_IN:
+    if (v.major, v.minor) >= epilogue_apart.FIXED_IN:
         assert count == 1 and np.array_equal(got, want), f"oneDNN {v} repeats the bias"
         return
     assert np.array_equal(got, want) == (count == 1), (count, times)

@@ -24,7 +24,7 @@ over both.
 partition as a ``Chain`` when it needs one (``_graph``).
 
 A chain also runs a ConvTranspose's epilogue after the kernel where oneDNN 3.2 would
-apply it more than once (``_impl.repeated_epilogue.split``, asked of the ops as they
+apply it more than once (``_impl.epilogue_apart.split``, asked of the ops as they
 compute, after the widening): the op without its bias, kept out of fused partitions by an
 End op, then a BiasAdd, which computes in place in the memory of the value it writes
 (``Chain._in_place``). An f32 op takes a chain for that alone (``ChainOp`` with
@@ -41,7 +41,7 @@ import numpy as np
 
 from .. import _core
 from . import (arrays as _arrays, batch_parts as _batch_parts, casts as _casts, compiled as _compiled,
-               repeated_epilogue as _repeated_epilogue)
+               epilogue_apart as _epilogue_apart)
 from .arrays import dense_strides
 from .compiled import CompiledOp, private_copy
 from ..errors import Error, UnsupportedError
@@ -124,17 +124,23 @@ class Chain:
 
     def __init__(self, ops: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any],
                  constants: Optional[dict[int, np.ndarray]] = None, threads: int = 0,
-                 fpmath_mode: str = "strict") -> None:
+                 fpmath_mode: str = "strict", in_f32: bool = True) -> None:
         self.inputs, self.outputs = list(inputs), list(outputs)
         constant_ids = {self.inputs[i].id for i in (constants or {})}
-        widened = widen(ops, self.inputs, self.outputs, tuple(constant_ids))
         originals = {op.id for op in ops}
+        # (without `in_f32`, bf16/f16 ops run in their dtype: a chain only for its other work)
+        widened = widen(ops, self.inputs, self.outputs, tuple(constant_ids)) if in_f32 else list(ops)
+        # A ConvTranspose's epilogue runs after the kernel where oneDNN would repeat it or
+        # runs it slowly (_impl.epilogue_apart), asked of the ops as oneDNN computes them.
+        self.split = _epilogue_apart.split([op for op in widened if op.id in originals], threads)
+        if self.split and not in_f32 and _low_precision_ops(ops):
+            # Apart in bf16/f16, the op's result would be rounded before its bias is added:
+            # in f32 between TypeCasts it is rounded once, at the end, as in the kernel.
+            widened = widen(ops, self.inputs, self.outputs, tuple(constant_ids))
+            self.split = _epilogue_apart.split([op for op in widened if op.id in originals], threads)
         casts = [op for op in widened if op.id not in originals]
         #: Whether it runs bf16/f16 tensors in f32 (else it only runs its epilogue apart).
         self.widened = bool(casts)
-        # A ConvTranspose whose epilogue oneDNN 3.2 would repeat runs it after the kernel
-        # (_impl.repeated_epilogue), asked of the ops as oneDNN computes them.
-        self.split = _repeated_epilogue.split([op for op in widened if op.id in originals], threads)
         first = next(i for i, op in enumerate(widened) if op.id in originals)  # casts in, ops, casts out
         body_ops = self.split.ops if self.split else widened[first:first + len(ops)]
         self.ops = widened[:first] + body_ops + widened[first + len(ops):]
@@ -207,7 +213,7 @@ class Chain:
         self._per_thread = threading.local()
 
     def _in_place(self, value: int) -> None:
-        """Write a split op's result `value` (``_impl.repeated_epilogue``) where the one
+        """Write a split op's result `value` (``_impl.epilogue_apart``) where the one
         step that reads it writes, where oneDNN computes that step in place (its BiasAdd,
         or the post-ops fused with it) and the two have one layout: no array of the
         result's size between them, and one pass less over it."""
@@ -256,12 +262,17 @@ class Chain:
         `dtype`. With `rows`, the chain was built for `rows` samples of a batch that the
         caller's arrays at positions `batched` and the result hold: it runs per part."""
         assert len(self.outputs) == 1, "a chain call has one result"
-        assert not self.views, "a chain of one op has no views (only a bias before post-ops)"
+        assert all(view in self.fixed for view in self.views), \
+            "views of a caller's array are made per call: the Python path's (only a fixed bias is one)"
         ids = [t.id for t in self.inputs]
         slots = [ids[i] for i in order] if order else ids
         return _core.ChainCall([(c, ins, outs) for c, ins, outs in self.steps], slots,
                                self.outputs[0].id, dict(self.fixed), self.scratch_ids, self.scratch,
                                list(shape), dtype, list(batched), rows)
+
+
+def _low_precision_ops(ops: Sequence[Any]) -> bool:
+    return any(t.dtype in _arrays.LOW_PRECISION for op in ops for t in op.inputs + op.outputs)
 
 
 def _ports(unit: Any) -> tuple[list[Any], list[Any]]:
@@ -303,10 +314,13 @@ class ChainOp:
     """One op as a ``Chain``, with ``CompiledOp``'s arguments and interface (except that
     it has no single ``compiled`` partition: calls take the Python path, or a
     ``ChainCall``): on bf16/f16 data in f32 between TypeCasts, and/or with its epilogue
-    after the kernel where oneDNN 3.2 would repeat it (``_impl.repeated_epilogue``).
+    after the kernel where oneDNN 3.2 would repeat it (``_impl.epilogue_apart``).
     `reason` says why it is a chain (``Operation.lowering``); `needed` is False where
     oneDNN has a kernel for the dtype, but only its reference one (the chain is then
-    only faster)."""
+    only faster). `posts` are unary post-ops, (oneDNN kind, attributes) each, applied to
+    the op's result in order: oneDNN fuses them into its partition (a ConvTranspose's
+    activation: ``onednn_graph.torch``'s inference mode). Without `in_f32` a bf16/f16 op
+    runs in its own dtype (oneDNN has a kernel for it): a chain for the rest only."""
 
     compiled = None
 
@@ -314,7 +328,8 @@ class ChainOp:
                  inputs: Sequence[tuple], output: tuple,
                  constants: Optional[dict[int, np.ndarray]] = None,
                  input_order: tuple[int, ...] = (), threads: int = 0,
-                 reason: str = "", needed: bool = True, rows: int = 0) -> None:
+                 reason: str = "", needed: bool = True, rows: int = 0,
+                 posts: Sequence[tuple[str, dict[str, Any]]] = (), in_f32: bool = True) -> None:
         self.kind, self.attrs, self.dtype = kind, attrs, dtype
         self.reason, self.needed = reason, needed
         self.input_order = ()  # execute() takes the caller's order; the op reorders
@@ -333,19 +348,19 @@ class ChainOp:
             # A constant input in the dtype the op computes in is compiled as constant
             # (in bf16/f16 its f32 copy is: widen).
             lts = [_core.LogicalTensor(i, dtype, part(s, rows * (i in self.batched)), strides, "strided",
-                                       "constant" if i in self.constants and dtype not in
-                                       _arrays.LOW_PRECISION else "variable")
+                                       "constant" if i in self.constants and (
+                                           dtype not in _arrays.LOW_PRECISION or not in_f32) else "variable")
                    for i, (s, strides) in enumerate(inputs)]
             return lts, _core.LogicalTensor(len(lts), dtype, part(output[0], rows), output[1])
 
         self.inputs, self.output = tensors(0)
-        self._op = _core.Op(0, kind, [self.inputs[i] for i in order], [self.output], attrs, kind)
+        self._ops = _with_posts(kind, [self.inputs[i] for i in order], self.output, attrs, posts)
         lts, out = tensors(self.rows)
-        part_attrs = _batch_parts.part_attrs(kind, attrs, self.rows)
-        op = _core.Op(0, kind, [lts[i] for i in order], [out], part_attrs, kind)
+        ops = _with_posts(kind, [lts[i] for i in order], out, _batch_parts.part_attrs(kind, attrs, self.rows),
+                          posts)
         start = time.perf_counter()
         try:
-            self.chain = Chain([op], lts, [out], self.constants, threads)
+            self.chain = Chain(ops, lts, [out], self.constants, threads, in_f32=in_f32)
         except Error as exc:
             how = "in f32 between TypeCasts" if dtype in _arrays.LOW_PRECISION else "with its epilogue apart"
             raise UnsupportedError(f"oneDNN cannot compile {kind} ({dtype}, attrs {attrs}) {how} "
@@ -377,4 +392,16 @@ class ChainOp:
         batch's, as the call computes it, whether or not it runs in parts."""
         if not self.rows:
             return self.chain.ops
-        return widen([self._op], self.inputs, [self.output], tuple(self.constants))
+        return widen(self._ops, self.inputs, [self.output], tuple(self.constants))
+
+
+def _with_posts(kind: str, inputs: list[Any], output: Any, attrs: dict[str, Any],
+                posts: Sequence[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Op `kind` writing `output`, or with unary `posts` after it: the op and each post-op,
+    every value between them of `output`'s layout (new ids above it), the last `output`."""
+    values = [_core.LogicalTensor(output.id + 1 + i, output.dtype, output.shape, output.strides)
+              for i in range(len(posts))] + [output]
+    ops = [_core.Op(0, kind, inputs, [values[0]], attrs, kind)]
+    for i, (post_kind, post_attrs) in enumerate(posts):
+        ops.append(_core.Op(i + 1, post_kind, [values[i]], [values[i + 1]], dict(post_attrs), post_kind))
+    return ops

@@ -22,7 +22,7 @@ from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, batch_parts as _batch_parts, casts as _casts,
                compiled as _compiled, kernels as _kernels, lowering as _lowering,
                matmul_form as _matmul_form, packed_form as _packed_form, plan as _plan,
-               polyphase_form as _polyphase_form, repeated_epilogue as _repeated_epilogue, tuning as _tuning, tuning_db as _tuning_db,
+               polyphase_form as _polyphase_form, epilogue_apart as _epilogue_apart, tuning as _tuning, tuning_db as _tuning_db,
                unreached as _unreached)
 from .arrays import dtype_name
 from ..errors import UnsupportedError
@@ -309,17 +309,18 @@ def _one_op(kind: str, attrs: dict[str, Any], dtype: str, metas: list[tuple], ou
             constants: Optional[dict[int, np.ndarray]], order: tuple[int, ...], threads: int,
             rows: int) -> Any:
     """The op (``CompiledOp``'s arguments) as one compiled partition for parts of `rows`
-    samples (0: the whole batch), or as a chain where oneDNN 3.2 would apply its bias
-    more than once (``_impl.repeated_epilogue``): the kernel without it, then a BiasAdd."""
+    samples (0: the whole batch), or as a chain where its bias runs apart
+    (``_impl.epilogue_apart``: oneDNN 3.2 would add it more than once, or its kernel adds
+    it far slower): the kernel without it, then a BiasAdd."""
     args = (kind, attrs, dtype, metas, out, constants, order, threads)
-    if len(metas) > 2 and _repeated_epilogue.on_deconvolution(kind):
+    if len(metas) > 2 and _epilogue_apart.on_deconvolution(kind):
         taken = order or tuple(range(len(metas)))
         part, batched = _batch_parts.split(kind, taken, rows, out[0][0])
         shapes = [_batch_parts.part_shape(metas[i][0], part * (i in batched)) for i in taken]
-        count = _repeated_epilogue.repeats(kind, attrs, shapes, _batch_parts.part_shape(out[0], part),
-                                           (dtype,) * 4, threads)
-        if count > 1:
-            return _as_f32.ChainOp(*args, reason=_repeated_epilogue.why(count), rows=rows)
+        why = _epilogue_apart.reason(kind, attrs, shapes, _batch_parts.part_shape(out[0], part),
+                                     (dtype,) * 4, threads)
+        if why is not None:
+            return _as_f32.ChainOp(*args, reason=why, rows=rows, in_f32=False)
     return _compiled.CompiledOp(*args, rows=rows)
 
 

@@ -125,7 +125,7 @@ class Fused:
         # TypeCasts (3.13 returns such a chain op by op, 3.2 as one partition).
         self.runs_in_f32 = any(compiled.runs_in_f32 for compiled, _, _ in self.parts)
         # oneDNN 3.2 would apply a ConvTranspose's epilogue more than once: it runs after
-        # the kernel (_impl.repeated_epilogue); why, or None.
+        # the kernel (_impl.epilogue_apart); why, or None.
         self.epilogue_apart = next((c.epilogue_apart for c, _, _ in self.parts if c.epilogue_apart), None)
         self.lock = threading.Lock()
 

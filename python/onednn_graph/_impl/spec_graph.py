@@ -23,7 +23,7 @@ import numpy as np
 from .. import _core
 from . import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, casts as _casts,
                dataflow as _dataflow, json_format as _json_format, kept_apart as _kept_apart,
-               kernels as _kernels, registry as _registry, repeated_epilogue as _repeated_epilogue,
+               kernels as _kernels, registry as _registry, epilogue_apart as _epilogue_apart,
                version as _version)
 from .spec_op import Native, Op, check_list
 from ..errors import Error, UnsupportedError
@@ -289,10 +289,17 @@ class CompiledPartition:
 
     def _build(self, ops: list[_core.Op], native_partition: _core.Partition) -> _Runner:
         """The compiled partition of `ops`, or a Chain running them in f32, or with a
-        ConvTranspose's epilogue after it where oneDNN 3.2 would repeat it
-        (``_impl.repeated_epilogue``)."""
+        ConvTranspose's epilogue after it (``_impl.epilogue_apart``: where oneDNN 3.2 would
+        repeat it, or its kernel runs it far slower)."""
         failure: Optional[Error] = None
-        if not any(_needs_f32(op) for op in ops) and _repeated_epilogue.split(ops) is None:
+        in_f32 = any(_needs_f32(op) for op in ops)
+        if not in_f32 and _epilogue_apart.split(ops) is not None:
+            try:
+                return _as_f32.Chain(ops, self._inputs, self._outputs, in_f32=False,
+                                     fpmath_mode=self._partition._fpmath_mode)
+            except Error:
+                pass  # in f32 between TypeCasts below, as a kernel missing for the dtype
+        elif not in_f32:
             try:
                 return native_partition.compile(self._inputs, self._outputs, self._engine)
             except Error as exc:
@@ -338,7 +345,7 @@ class CompiledPartition:
     @property
     def epilogue_apart(self) -> Optional[str]:
         """Why a ConvTranspose of the partition runs its epilogue after the kernel
-        (oneDNN 3.2 would apply it more than once: ``_impl.repeated_epilogue``), or None."""
+        (``_impl.epilogue_apart``), or None."""
         runner = self._native
         return runner.split.why if isinstance(runner, _as_f32.Chain) and runner.split else None
 

@@ -1,10 +1,10 @@
-"""Where oneDNN 3.2 applies a ConvTranspose's epilogue more than once, and how the
-package then runs it once.
+"""Where a ConvTranspose's epilogue (its bias and post-ops) runs after its kernel instead
+of in it, and how: for the right numbers, and for speed, each asked of the linked oneDNN.
 
-The defect (oneDNN 3.2.0 and 3.2.1; fixed in 3.3 by e127e9b8c8, on main 56825411fc
-"cpu: x64: fix kd/kh blocking for brg deconv"). A strided ConvTranspose runs on
-``brgconv_strided`` (on AVX2, AVX-512 and AMX; f32, bf16 and int8), which walks the
-kernel's rows (and, in 3-D, its planes) in groups. Its blocking heuristic chooses
+**Wrong results** (``repeats``; oneDNN 3.2.0 and 3.2.1, fixed in 3.3 by e127e9b8c8, on
+main 56825411fc "cpu: x64: fix kd/kh blocking for brg deconv"). A strided ConvTranspose
+runs on ``brgconv_strided`` (on AVX2, AVX-512 and AMX; f32, bf16 and int8), which walks
+the kernel's rows (and, in 3-D, its planes) in groups. Its blocking heuristic chooses
 groups of the whole kernel or of one row; with one row and a stride of 2 or more, a
 group whose row has the other stride phase holds no tap for an output row, and the
 kernel still makes its brgemm call with the post-ops for it
@@ -27,23 +27,33 @@ count. It asks only where the defect can be (``possible``): oneDNN before 3.3, a
 axis with a stride above 1 and a kernel of more than one row (kernel == stride too: an
 output row then has one tap, and the other rows' groups are empty); the probe runs
 nothing where oneDNN picks another implementation. On a 2-core Zen 4 its answer matched
-every call of a 288-problem grid (4 dtypes and ISAs; tests/api/test_repeated_epilogue.py).
+the kernel on every problem tested (tests/native/test_library_gaps.py).
 
-Where the kernel repeats it, the epilogue runs after the kernel (``split``): the
-ConvTranspose without its bias writes its result, kept out of any fused partition (as
-oneDNN's End op keeps a value, ``_impl.kept_apart``), and the bias follows as a BiasAdd
-(in place where oneDNN allows it), or with post-ops as an Add that oneDNN fuses them
-into. The kernel then computes only sums, which it gets right. ``_impl.as_f32.Chain``
-runs such ops; the functional API, ``compile_op``, graphs and fused calls reach it.
+**Speed** (``slow_epilogue``). The deconvolution oneDNN runs on its older jit kernels,
+not brgemm ones (``conv:any+jit:avx512_core``, ``jit_bf16``, ``jit:avx2``: stride 1,
+1x1 inputs, odd sizes), computes a bias and post-ops far slower than the op alone, in
+3.2 and 3.13 alike: on AMD Zen 4 a bias took 1.3-2.4x the op's time in f32 and 4-15x in
+bf16, a bias and a ReLU 4-8x in f32 and up to 36x in bf16 (natively and capped at
+AVX2), where apart they cost a pass over the result. Its brgemm kernels take them at
+no cost. So on those kernels (``_kernels.for_op`` names the implementation) the
+epilogue runs apart too.
+
+**How** (``split``): the ConvTranspose without its bias writes its result, kept out of
+any fused partition (as oneDNN's End op keeps a value, ``_impl.kept_apart``), and the
+bias follows as a BiasAdd (in place where oneDNN allows it), or with post-ops as an Add
+of the bias broadcast over the channels that oneDNN fuses with them into one jit kernel.
+``_impl.as_f32.Chain`` runs such ops; the functional API, ``compile_op``, graphs, fused
+calls and ``onednn_graph.torch``'s layers reach it.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-from .. import _core
+from .. import _core, shapes
 from . import kernels as _kernels, registry as _registry, version as _version
 
 #: The first oneDNN release without the defect.
@@ -94,9 +104,47 @@ def repeats(kind: str, attrs: dict[str, Any], input_shapes: Sequence[Sequence[in
 
 
 def why(count: int) -> str:
-    """``Operation.lowering``'s words for a split epilogue."""
+    """``Operation.lowering``'s words for an epilogue apart because it repeats."""
     return (f"its bias and post-ops after it (oneDNN {_kernels.version()}'s brgconv_strided "
             f"applies them up to {count} times here)")
+
+
+#: ``Operation.lowering``'s words for an epilogue apart for speed (``slow_epilogue``).
+SLOW = "its bias and post-ops after it (oneDNN's jit deconvolution runs them several times slower)"
+#: The dtypes whose kernels ``slow_epilogue`` was measured in.
+MEASURED_DTYPES = ("f32", "bf16", "f16")
+#: Below this many products an f32 epilogue stays in the jit kernel: apart, its own
+#: partition costs about 1-1.5 us, more than the kernel loses at that size (on Zen 4 apart
+#: took 0.9-1.3x fused up to 0.3 MFLOP, 0.45-0.8x above; bf16 apart 0.25-0.8x at every size).
+SLOW_FROM_PRODUCTS = 1 << 17
+
+
+def slow_epilogue(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],
+                  output_shape: Sequence[int]) -> bool:
+    """Whether oneDNN runs op `kind` (a ConvTranspose in `dtype`, oneDNN attributes `attrs`)
+    on a jit kernel that computes an epilogue far slower than apart (module docstring): an
+    implementation named jit, not brgemm."""
+    if dtype not in MEASURED_DTYPES:
+        return False
+    src, weights = input_shapes[:2]
+    products = math.prod(src) * math.prod(weights) // max(shapes.data_channels(attrs["data_format"], src), 1)
+    if dtype == "f32" and products < SLOW_FROM_PRODUCTS:
+        return False
+    name = _kernels.for_op(kind, attrs, dtype, input_shapes[:2], output_shape).implementation
+    return "jit" in name and "brg" not in name
+
+
+def reason(kind: str, attrs: dict[str, Any], input_shapes: Sequence[Sequence[int]],
+           output_shape: Sequence[int], dtypes: tuple[str, str, str, str], threads: int,
+           sums: Sequence[bool] = (False,)) -> Optional[str]:
+    """Why the epilogue of this ConvTranspose (``repeats``' arguments) runs apart, or None
+    where it runs in the kernel."""
+    count = repeats(kind, attrs, input_shapes, output_shape, dtypes, threads, sums)
+    if count > 1:
+        return why(count)
+    if dtypes[0] == dtypes[1] and slow_epilogue(kind, attrs, dtypes[0], input_shapes, output_shape):
+        return SLOW
+    return None
 
 
 @dataclass(frozen=True)
@@ -111,11 +159,12 @@ class Split:
     #: New logical tensors that view an input's memory in another shape: id -> (the
     #: input's id, the view's shape). The bias of an NCX op, (C, 1, ...), for its Add.
     views: dict[int, tuple[int, tuple[int, ...]]]
-    count: int  # the most times oneDNN applied an epilogue here
+    #: Why, for each ConvTranspose split (``reason``).
+    reasons: tuple[str, ...]
 
     @property
     def why(self) -> str:
-        return why(self.count)
+        return "; ".join(dict.fromkeys(self.reasons))
 
 
 def _known(lt: Any) -> bool:
@@ -157,8 +206,8 @@ def _config(ops: Sequence[Any], conv: Any) -> tuple[tuple[str, str, str, str], t
 
 def split(ops: Sequence[Any], threads: int = 0) -> Optional[Split]:
     """`ops` (native ops, one partition's or one op's) with each ConvTranspose whose
-    epilogue oneDNN would repeat (``repeats``) written as the op without it, its result
-    kept apart; None where none repeats. A ConvTranspose has an epilogue where it has a
+    epilogue runs apart (``reason``) written as the op without it, its result kept apart;
+    None where none does. A ConvTranspose has an epilogue where it has a
     bias or another of `ops` reads its result. Where its shapes are unknown the kernel
     cannot be asked: it is split where the defect is ``possible``.
 
@@ -176,7 +225,7 @@ def split(ops: Sequence[Any], threads: int = 0) -> Optional[Split]:
     result: list[Any] = []
     kept: list[Any] = []
     views: dict[int, tuple[int, tuple[int, ...]]] = {}
-    most = 1
+    reasons = []
     for op in ops:
         if not on_deconvolution(op.kind) or (len(op.inputs) < 3 and op.outputs[0].id not in readers):
             result.append(op)
@@ -184,13 +233,13 @@ def split(ops: Sequence[Any], threads: int = 0) -> Optional[Split]:
         x, w, y = op.inputs[0], op.inputs[1], op.outputs[0]
         if all(_known(t) for t in (x, w, y)):
             dtypes, sums = _config(ops, op)
-            count = repeats(op.kind, op.attrs, [x.shape, w.shape], y.shape, dtypes, threads, sums)
-        else:
-            count = 2 if _known(w) and possible(op.attrs, w.shape) else 1
-        if count < 2:
+            why_apart = reason(op.kind, op.attrs, [x.shape, w.shape], y.shape, dtypes, threads, sums)
+        else:  # the kernel cannot be asked: apart wherever it may repeat
+            why_apart = why(2) if _known(w) and possible(op.attrs, w.shape) else None
+        if why_apart is None:
             result.append(op)
             continue
-        most = max(most, count)
+        reasons.append(why_apart)
         if len(op.inputs) < 3:  # post-ops only: the result stays, kept apart with the unary ones
             result.append(op)
             kept.append(y)
@@ -215,4 +264,4 @@ def split(ops: Sequence[Any], threads: int = 0) -> Optional[Split]:
             result.append(_core.Op(next_op, "Add", [own, bias], [y], {"auto_broadcast": "numpy"}, "Add"))
         kept.append(own)
         next_op += 1
-    return Split(result, kept, views, most) if kept else None
+    return Split(result, kept, views, tuple(reasons)) if kept else None
