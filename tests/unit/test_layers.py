@@ -66,6 +66,7 @@ LAYERS = [
     ("5 PyTorch's functional API", {"torch.functional"}),
     ("5 PyTorch: a forward's own functional calls", {"torch._routing"}),
     ("5 PyTorch: a layer's plan", {"torch._layer"}),
+    ("5 PyTorch: inference (folded, fused, packed)", {"torch._inference"}),
     ("5 PyTorch's modules", {"torch.modules"}),
     ("5 PyTorch: a model's layers swapped", {"torch._convert"}),
     ("5 the PyTorch package", {"torch"}),

@@ -26,13 +26,14 @@ except ImportError:  # pragma: no cover - depends on the environment
 from . import _library  # noqa: F401  (registers torch.ops.onednn_graph.*)
 from . import _processes  # noqa: F401  (PyTorch on one thread in a child forked after oneDNN ran)
 from ._convert import LayerReport, Report, convert, report, revert
+from ._inference import refresh
 from ._routing import route_functional
 from .functional import (conv1d_input, conv2d_input, conv3d_input, conv_transpose1d,
                          conv_transpose1d_weight, conv_transpose2d, conv_transpose2d_weight,
                          conv_transpose3d, conv_transpose3d_weight)
 from .modules import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 
-__all__ = ["convert", "revert", "report", "Report", "LayerReport", "route_functional",
+__all__ = ["convert", "revert", "report", "Report", "LayerReport", "refresh", "route_functional",
            "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
            "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
            "conv1d_input", "conv2d_input", "conv3d_input",

@@ -32,7 +32,7 @@ import torch
 from torch.nn.utils import parametrize
 from torch.nn.utils.weight_norm import WeightNorm as _WeightNorm  # the older hook's class
 
-from . import _processes, _routing, modules as _modules
+from . import _inference, _processes, _routing, modules as _modules
 
 __all__ = ["convert", "revert", "report", "Report", "LayerReport"]
 
@@ -122,7 +122,8 @@ def _state(module: torch.nn.Module, subclasses: bool) -> tuple[str, str, Optiona
         if not _processes.onednn_usable:
             return "torch.nn", ("the package's layer, in a process forked after oneDNN's runtime "
                                 "ran: it does not survive fork"), None
-        return "oneDNN", "the package's layer", None
+        inference = _inference.describe(module)
+        return "oneDNN", "the package's layer" + (f"; {inference}" if inference else ""), None
     if base in _TO_OURS:
         return "torch.nn", "torch.nn's layer", _TO_OURS[base]
     torch_cls: Any = _torch_class(base)  # not None: `module` is a transposed convolution
@@ -165,7 +166,7 @@ def report(module: torch.nn.Module) -> Report:
 
 
 def convert(module: torch.nn.Module, inplace: bool = False, *,
-            subclasses: bool = False) -> torch.nn.Module:
+            subclasses: bool = False, inference: bool = False) -> torch.nn.Module:
     """`module` with every ``torch.nn.ConvTranspose1d/2d/3d`` in its tree (itself
     included) computed by oneDNN: the package's layer of the same dimension, the same
     function, forward and backward.
@@ -178,6 +179,10 @@ def convert(module: torch.nn.Module, inplace: bool = False, *,
         an optimizer built before keeps working) instead of those of a deep copy.
     subclasses : bool
         Also swap subclasses of torch's layers that keep torch's ``forward``.
+    inference : bool
+        In eval, each layer also computes the BatchNorm and the activation that follow it
+        (folded and fused into one oneDNN partition), with its weights packed once where
+        no gradient is recorded (docs/user-guide.md, "Inference"); training is unchanged.
 
     Returns
     -------
@@ -212,6 +217,10 @@ def convert(module: torch.nn.Module, inplace: bool = False, *,
     if left:
         _log.warning("convert: %d transposed convolution%s left on torch.nn: %s", len(left),
                      "s" * (len(left) > 1), "; ".join(left))
+    if inference:
+        for layer, epilogue in _inference.find(module):
+            if _base(layer) in _TO_TORCH or getattr(_base(layer), "_onednn_base", None) is not None:
+                _inference.enable(layer, epilogue)
     calls = _routing.functional_calls(module)
     if calls:
         _log.warning("convert: layers only; the model's forward makes %s", _calls_note(calls)[4:])
@@ -236,6 +245,7 @@ def revert(module: torch.nn.Module, inplace: bool = False) -> torch.nn.Module:
         base = _base(layer)
         target = _TO_TORCH.get(base) or getattr(base, "_onednn_base", None)
         if target is not None:
+            _inference.disable(layer)
             _swap(layer, target)
     return module
 

@@ -76,14 +76,24 @@ def _plan_of(layer: torch.nn.Module, key: tuple, args: tuple) -> _Plan:
     return plan
 
 
+def weight_and_bias(layer: Any) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """The layer's weight and bias, each read once: a parametrized weight is computed on
+    every read, and spectral_norm's read in training mode runs a power iteration (changing
+    its buffers)."""
+    params = layer._parameters
+    return (params["weight"] if "weight" in params else layer.weight,
+            params["bias"] if "bias" in params else layer.bias)
+
+
 def forward(layer: Any, input: torch.Tensor) -> torch.Tensor:
     """``layer(input)`` for one of the package's layers (``output_size`` None): on the
     eager path with its plan, or ``functional``'s path (traced, autocast, unbatched)."""
-    # Each read once: a parametrized weight is computed on every read, and spectral_norm's
-    # read in training mode runs a power iteration (changing its buffers).
-    params = layer._parameters
-    weight = params["weight"] if "weight" in params else layer.weight
-    bias = params["bias"] if "bias" in params else layer.bias
+    return forward_with(layer, input, *weight_and_bias(layer))
+
+
+def forward_with(layer: Any, input: torch.Tensor, weight: torch.Tensor,
+                 bias: Optional[torch.Tensor]) -> torch.Tensor:
+    """``forward`` on the given weight and bias (the layer's, or ``_inference``'s folded ones)."""
     nsp = len(layer.kernel_size)
     if type(input) not in _PLAIN or input.dim() != nsp + 2 \
             or not _library.untraced(input, weight, bias):

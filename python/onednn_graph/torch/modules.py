@@ -12,7 +12,7 @@ from typing import List, Optional
 import torch
 
 from . import _library  # noqa: F401  (registers torch.ops.onednn_graph.conv_transpose)
-from . import _layer, functional as F
+from . import _inference, _layer, functional as F
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
@@ -46,6 +46,9 @@ class _OneDNNForward(torch.nn.modules.conv._ConvTransposeNd):
                                   list(self.padding), output_padding, list(self.dilation),
                                   self.groups)
         if output_size is None:
+            epilogue = self.__dict__.get("_onednn_epilogue")  # convert(..., inference=True)
+            if epilogue is not None and _inference.applied(self, epilogue):
+                return _inference.forward(self, input, epilogue)
             return _layer.forward(self, input)  # with what the layer's last call settled
         if input.dtype not in _layer._ONEDNN_DTYPES or not (input.is_cpu or input.is_meta):
             return super().forward(input, output_size)  # as _layer.forward

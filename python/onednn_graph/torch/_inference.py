@@ -1,0 +1,443 @@
+"""Inference the way oneDNN's Graph API is meant to run it: ``convert(model, inference=True)``.
+
+In eval, a converted ConvTranspose layer then computes its epilogue too, as one oneDNN
+partition with its weights packed once:
+
+* **Folding.** A BatchNorm that reads only the layer's result is folded into the layer's
+  weights and bias (PyTorch computes the folded values, in the weights' dtype: ``fold``):
+  ``w' = w * g / sqrt(v + eps)`` per output channel, ``b' = (b - m) * g / sqrt(v + eps) + beta``.
+* **Fusion.** An activation module that reads only that (ReLU, LeakyReLU, GELU, Tanh,
+  Sigmoid, ELU, Hardswish, Mish, ReLU6, Hardtanh: ``post_of``) is the partition's post-op.
+  SiLU and GELU's tanh approximation stay PyTorch's: oneDNN 3.2's graph API has no op for
+  them.
+* **Packing.** Without a gradient to record, the folded weights and bias are constant
+  inputs of the compiled partition (``_impl.as_f32.ChainOp``): oneDNN reorders them into
+  its kernel's layout once, and a call runs it natively (``ChainCall``).
+
+The folded BatchNorm and activation modules keep their class's behaviour but return
+their input in eval, where the layer has applied them (their class is made on top of
+theirs, as ``convert`` makes the layer's: ``folded``; ``revert`` gives it back). Where
+they are is found where the model shows it (``find``): a module that follows the layer
+in an ``nn.Sequential``, or in the graph torch.fx traces of the model, and reads only the
+layer's result. Training mode is unchanged: every module computes what it computed.
+
+What invalidates the packed weights (``_sources``): a parameter or buffer of the layer or
+of its BatchNorm that is another tensor (a parameter replaced, ``model.to(dtype)`` and
+back), has another data pointer (``param.data = ...``) or version (any in-place write
+PyTorch tracks: an optimizer step, ``load_state_dict``, ``param.mul_`` under no_grad, a
+train-mode pass moving the running statistics); a parametrized weight is checked through
+its originals. A train-mode pass writes BatchNorm's running statistics in its kernel,
+without a version change: ``num_batches_tracked``'s version says it. PyTorch itself does
+not track writes through ``param.data`` (``.data.copy_``, ``.data.clamp_``: no version
+counter sees them), so after such a write call ``refresh(model)``. A call that records gradients (``requires_grad`` parameters outside
+``no_grad``) folds with differentiable torch ops and packs nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from typing import Any, NamedTuple, Optional
+
+import torch
+
+from .. import post as _post
+from .._impl import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, kernels as _kernels,
+                     plan as _plan)
+from . import _layer, _library, _native, _routing, functional as _functional
+
+__all__ = ["Epilogue", "find", "enable", "disable", "refresh", "forward", "describe"]
+
+_TRANSPOSED = (torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
+_NORMS = {1: torch.nn.BatchNorm1d, 2: torch.nn.BatchNorm2d, 3: torch.nn.BatchNorm3d}
+
+
+class Epilogue(NamedTuple):
+    """What a converted layer computes after its op in eval: the BatchNorm folded into it
+    and the activation fused as its post-op (None: none); and the transposed convolution
+    that alone reads what it writes (None: none), for which it writes it channels-last (the
+    layout both kernels read and write: no reorder between them)."""
+
+    bn: Optional[torch.nn.Module]
+    act: Optional[torch.nn.Module]
+    next_layer: Optional[torch.nn.Module] = None
+
+
+def post_of(act: torch.nn.Module) -> Optional[tuple[str, dict[str, float]]]:
+    """The oneDNN post-op (kind, attributes) that computes activation module `act`, or None."""
+    cls = _unfolded(type(act))
+    made: Optional[_post.PostOp] = None
+    if cls is torch.nn.ReLU:
+        made = _post.relu()
+    elif cls is torch.nn.LeakyReLU:
+        made = _post.leaky_relu(act.negative_slope)
+    elif cls is torch.nn.GELU and act.approximate == "none":
+        made = _post.gelu()
+    elif cls is torch.nn.Tanh:
+        made = _post.tanh()
+    elif cls is torch.nn.Sigmoid:
+        made = _post.sigmoid()
+    elif cls is torch.nn.ELU:
+        made = _post.elu(act.alpha)
+    elif cls is torch.nn.Hardswish:
+        made = _post.hardswish()
+    elif cls is torch.nn.Mish:
+        made = _post.mish()
+    elif cls in (torch.nn.ReLU6, torch.nn.Hardtanh):
+        made = _post.clamp(act.min_val, act.max_val)
+    return None if made is None else (made.kind, dict(made.attrs))
+
+
+# --- where: the model's structure -------------------------------------------------------
+
+
+def _is_norm_for(bn: Any, conv: torch.nn.Module) -> bool:
+    nsp = len(conv.kernel_size)
+    return type(bn) in (_NORMS[nsp], _folded_classes.get(_NORMS[nsp])) and \
+        bn.num_features == conv.out_channels and bn.track_running_stats
+
+
+def find(model: torch.nn.Module) -> list[tuple[torch.nn.Module, Epilogue]]:
+    """Each transposed convolution of `model` with the BatchNorm and activation modules
+    that read only its result, in the graph torch.fx traces of the model (every
+    transposed convolution a leaf), else in ``nn.Sequential`` children; modules reached
+    by one path only."""
+    once = {id(m) for m in _counted(model)}
+    named = dict(model.named_modules())
+    found: dict[int, tuple[torch.nn.Module, Epilogue]] = {}
+    try:
+        graph = _routing._Tracer().trace(model)
+    except Exception:  # noqa: BLE001 - any failure of tracing: the Sequential children only
+        graph = None
+    if graph is not None:  # (a module the forward calls twice is not folded either)
+        calls: dict[Any, int] = {}
+        for node in graph.nodes:
+            if node.op == "call_module":
+                calls[node.target] = calls.get(node.target, 0) + 1
+        once &= {id(named[t]) for t, n in calls.items() if n == 1 and t in named}
+        for node in graph.nodes:
+            conv = named.get(node.target) if node.op == "call_module" else None
+            if isinstance(conv, _TRANSPOSED) and id(conv) in once:
+                chain: list[Any] = []  # the modules that read only the last one's result
+                nodes = [node]
+                while len(nodes[-1].users) == 1 and len(chain) < 3:
+                    after = next(iter(nodes[-1].users))
+                    if after.op != "call_module" or len(after.args) != 1 or after.kwargs:
+                        break
+                    chain.append(named.get(after.target))
+                    nodes.append(after)
+                found[id(conv)] = (conv, _epilogue(conv, chain, once))
+    else:
+        for seq in model.modules():
+            if isinstance(seq, torch.nn.Sequential):
+                children = list(seq)
+                for i, conv in enumerate(children):
+                    if isinstance(conv, _TRANSPOSED) and id(conv) in once:
+                        found[id(conv)] = (conv, _epilogue(conv, children[i + 1:i + 4], once))
+    return list(found.values())
+
+
+def _counted(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The modules of `model` reached by exactly one path."""
+    seen: dict[int, int] = {}
+    modules = {}
+    for _, m in model.named_modules(remove_duplicate=False):
+        seen[id(m)] = seen.get(id(m), 0) + 1
+        modules[id(m)] = m
+    return [modules[i] for i, n in seen.items() if n == 1]
+
+
+def _epilogue(conv: torch.nn.Module, after: list[Any], once: set[int]) -> Epilogue:
+    """`conv`'s epilogue among the modules `after` it (each reading only the one before):
+    a BatchNorm for its channels, then an activation ``post_of`` computes; and whether the
+    module after them is a transposed convolution."""
+    bn = act = None
+    rest = [m if m is not None and id(m) in once else None for m in after]
+    if rest[:1] and _is_norm_for(rest[0], conv):
+        bn, rest = rest[0], rest[1:]
+    if rest[:1] and rest[0] is not None and post_of(rest[0]) is not None:
+        act, rest = rest[0], rest[1:]
+    return Epilogue(bn, act, rest[0] if rest[:1] and isinstance(rest[0], _TRANSPOSED) else None)
+
+
+# --- the folded modules -----------------------------------------------------------------
+
+_FOLDED = "_onednn_folded_into"  # on a folded module: the layer that applies it in eval
+_EPILOGUE = "_onednn_epilogue"   # on a layer: its Epilogue
+_folded_classes: dict[type, type] = {}
+
+
+def _applied(layer: torch.nn.Module, epilogue: Epilogue) -> bool:
+    """Whether `layer` applies its epilogue now: it and its BatchNorm are in eval."""
+    return not layer.training and (epilogue.bn is None or not epilogue.bn.training)
+
+
+def _folded_forward(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+    layer = self.__dict__.get(_FOLDED)
+    epilogue = None if layer is None else layer.__dict__.get(_EPILOGUE)
+    if epilogue is not None and _applied(layer, epilogue):
+        return args[0]  # the layer's result already holds this module's work
+    return super(type(self), self).forward(*args, **kwargs)
+
+
+def folded(cls: type) -> type:
+    """`cls` (a BatchNorm or an activation) with a forward that returns its input where the
+    layer it is folded into applies it; pickled as `cls` plus the swap."""
+    made = _folded_classes.get(cls)
+    if made is None:
+        made = _folded_classes[cls] = type(cls.__name__, (cls,), {
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
+            "forward": _folded_forward, "_onednn_unfolded": cls, "__reduce_ex__": _reduce_ex})
+    return made
+
+
+def _unfolded(cls: type) -> type:
+    return getattr(cls, "_onednn_unfolded", cls)
+
+
+def _reduce_ex(self: torch.nn.Module, protocol: int) -> Any:
+    reduced = object.__reduce_ex__(self, protocol)
+    return (_rebuild, (type(self)._onednn_unfolded,)) + tuple(reduced[2:])
+
+
+def _rebuild(cls: type) -> torch.nn.Module:
+    return object.__new__(folded(cls))
+
+
+def enable(layer: torch.nn.Module, epilogue: Epilogue) -> None:
+    """Give converted `layer` its epilogue (``forward`` runs it in eval)."""
+    disable(layer)
+    for m in (epilogue.bn, epilogue.act):
+        if m is not None:
+            m.__class__ = folded(_unfolded(type(m)))
+            m.__dict__[_FOLDED] = layer
+    layer.__dict__[_EPILOGUE] = epilogue
+
+
+def disable(layer: torch.nn.Module) -> None:
+    """Undo ``enable``: the layer and its folded modules back to their own forward."""
+    epilogue = layer.__dict__.pop(_EPILOGUE, None)
+    for m in (epilogue.bn, epilogue.act) if epilogue is not None else ():
+        if m is not None:
+            m.__class__ = _unfolded(type(m))
+            m.__dict__.pop(_FOLDED, None)
+    _packed.pop(id(layer), None)
+
+
+def epilogue_of(layer: torch.nn.Module) -> Optional[Epilogue]:
+    return layer.__dict__.get(_EPILOGUE)
+
+
+def describe(layer: torch.nn.Module) -> str:
+    """What inference does for `layer` (``report``), "" where it has no inference mode."""
+    epilogue = epilogue_of(layer)
+    if epilogue is None:
+        return ""
+    done = ["weights packed once"]
+    if epilogue.bn is not None:
+        done.append(f"{type(epilogue.bn).__name__} folded")
+    if epilogue.act is not None:
+        done.append(f"{type(epilogue.act).__name__} fused")
+    if epilogue.next_layer is not None:
+        done.append("its result channels-last for the next layer")
+    return "inference in eval: " + ", ".join(done)
+
+
+def refresh(model: torch.nn.Module) -> None:
+    """Drop every packed weight of `model`'s layers: for writes through ``param.data``,
+    which PyTorch's version counters do not see."""
+    for m in model.modules():
+        _packed.pop(id(m), None)
+
+
+# --- the calls ---------------------------------------------------------------------------
+
+
+def fold(weight: torch.Tensor, bias: Optional[torch.Tensor], bn: Optional[torch.nn.Module],
+         groups: int) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """`weight` (IOX: ``(C_in, C_out/groups, *K)``) and `bias` with eval BatchNorm `bn`
+    folded in (per output channel), by PyTorch's ops (differentiable)."""
+    if bn is None:
+        return weight, bias
+    scale = bn.weight * torch.rsqrt(bn.running_var + bn.eps) if bn.affine else \
+        torch.rsqrt(bn.running_var + bn.eps)
+    shift = -bn.running_mean * scale + (bn.bias if bn.affine else 0)
+    c_in, per_group = weight.shape[0], weight.shape[1]
+    ones = [1] * (weight.dim() - 2)
+    folded_w = (weight.reshape(groups, c_in // groups, per_group, *weight.shape[2:])
+                * scale.reshape(groups, 1, per_group, *ones)).reshape(weight.shape)
+    folded_b = shift if bias is None else bias * scale + shift
+    return folded_w, folded_b.to(weight.dtype)
+
+
+def _sources(layer: torch.nn.Module, epilogue: Epilogue) -> list[torch.Tensor]:
+    """The tensors whose values the packed weights derive from: the layer's parameters (a
+    parametrized weight's originals among them) and its BatchNorm's parameters and
+    running statistics."""
+    tensors = list(layer.parameters())
+    if epilogue.bn is not None:
+        # (a train-mode pass writes the running statistics in its kernel, with no version
+        # change: num_batches_tracked's, counted up in Python, says it)
+        tensors += list(epilogue.bn.parameters()) + list(epilogue.bn.buffers())
+    return tensors
+
+
+def _stamp(tensors: list[torch.Tensor]) -> list[tuple[torch.Tensor, int, int]]:
+    return [(t, t._version, t.data_ptr()) for t in tensors]
+
+
+def _same(stamp: list[tuple[torch.Tensor, int, int]], tensors: list[torch.Tensor]) -> bool:
+    if len(stamp) != len(tensors):
+        return False
+    for (t, version, ptr), now in zip(stamp, tensors):
+        if t is not now or t._version != version or t.data_ptr() != ptr:
+            return False
+    return True
+
+
+class _Packed:
+    """One layer's compiled partition (op, BatchNorm folded, activation fused) with its
+    folded weights and bias as constants, for one input layout, dtype and thread count."""
+
+    __slots__ = ("key", "stamp", "op", "direct", "arrays", "out_shape", "out_strides", "axes",
+                 "dtype", "stock_format", "__weakref__")
+
+    def __init__(self, key: tuple, stamp: list, op: Any, arrays: tuple, out_shape: tuple,
+                 out_strides: tuple, axes: Optional[tuple], dtype: torch.dtype,
+                 stock_format: torch.memory_format) -> None:
+        self.key, self.stamp, self.op, self.arrays = key, stamp, op, arrays
+        self.stock_format = stock_format  # the memory format the stock layer writes
+        self.out_shape, self.out_strides, self.axes, self.dtype = out_shape, out_strides, axes, dtype
+        self.direct = op.direct_call(out_shape if axes is None else
+                                     tuple(out_shape[a] for a in axes), _arrays.numpy_dtype(
+                                         "bf16" if dtype == torch.bfloat16 else
+                                         "f16" if dtype == torch.float16 else "f32"))
+
+    def run(self, input: torch.Tensor) -> torch.Tensor:
+        out, target = _native.result_strided(self.out_shape, self.out_strides, self.dtype)
+        x = _native.view(input)
+        if self.axes is not None:
+            x, target = x.transpose(self.axes), target.transpose(self.axes)
+        if self.direct is None or self.direct.run(_compiled.stream(), (x,) + self.arrays, target) is None:
+            self.op.execute((x,) + self.arrays, target)
+        return out
+
+
+# id(layer) -> (a weak reference to the layer, its _Packed); a forked child packs again.
+_packed: dict[int, tuple[Any, _Packed]] = {}
+os.register_at_fork(after_in_child=_packed.clear)
+
+
+def applied(layer: torch.nn.Module, epilogue: Epilogue) -> bool:
+    """Whether `layer` runs its epilogue now (``forward``): it and its BatchNorm are in eval."""
+    return _applied(layer, epilogue)
+
+
+def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> torch.Tensor:
+    """``layer(input)`` with its epilogue, in eval: packed where nothing records or traces
+    the call, else composed of PyTorch's ops and the layer's (``_composed``)."""
+    # The sources, not the weight: a parametrized weight is computed on every read, and
+    # the packed call needs it only when it packs.
+    sources = _sources(layer, epilogue)
+    if type(input) not in (torch.Tensor, torch.nn.Parameter) or not _library.untraced(input) or (
+            torch.is_grad_enabled() and (input.requires_grad or any(t.requires_grad for t in sources))):
+        return _composed(layer, input, *_layer.weight_and_bias(layer), epilogue)
+    autocast = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
+    # The input's memory format as the stock model has it: another layer writes its result
+    # channels-last for this one (Epilogue.next_layer), where stock writes it as its rule says.
+    handed = layer.__dict__.get(_HANDED)
+    stock_format = handed[1] if handed is not None and handed[0]() is input else None
+    key = (input.shape, input.dtype, input.stride(), autocast, stock_format) + _compiled.call_threads()
+    entry = _packed.get(id(layer))
+    packed = entry[1] if entry is not None and entry[0]() is layer else None
+    if packed is None or packed.key != key or not _same(packed.stamp, sources):
+        weight, bias = _layer.weight_and_bias(layer)
+        packed = _pack(layer, input, weight, bias, epilogue, key, sources, autocast, stock_format)
+        if packed is None:
+            return _composed(layer, input, weight, bias, epilogue)
+        _packed[id(layer)] = (weakref.ref(layer), packed)
+    out = packed.run(input if autocast is None or input.dtype == autocast else input.to(autocast))
+    if epilogue.next_layer is not None:
+        epilogue.next_layer.__dict__[_HANDED] = (weakref.ref(out), packed.stock_format)
+    return out
+
+
+#: On a layer that another hands its result to channels-last: (a weak reference to that
+#: result, the memory format the stock model gives it).
+_HANDED = "_onednn_handed"
+
+
+def _composed(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
+              bias: Optional[torch.Tensor], epilogue: Epilogue) -> torch.Tensor:
+    """The layer and its epilogue as PyTorch's ops and the package's layer compose them
+    (differentiable: the folding is torch's, the op the package's, the activation the
+    module's own class's forward)."""
+    w, b = fold(weight, bias, epilogue.bn, layer.groups)
+    y = _layer.forward_with(layer, input, w, b)
+    if epilogue.act is not None:
+        y = _unfolded(type(epilogue.act)).forward(epilogue.act, y)  # type: ignore[attr-defined]
+    return y
+
+
+def _pack(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
+          bias: Optional[torch.Tensor], epilogue: Epilogue, key: tuple,
+          sources: list[torch.Tensor], autocast: Optional[torch.dtype],
+          stock_format: Optional[torch.memory_format]) -> Optional[_Packed]:
+    """The packed call of `layer` on inputs like `input`, or None where it has none (a
+    geometry the package lowers, an empty batch, a dtype oneDNN does not take)."""
+    nsp = len(layer.kernel_size)
+    dtype = autocast if autocast is not None and input.dtype in (torch.float32, autocast) else input.dtype
+    if input.dim() != nsp + 2 or not input.is_cpu or dtype not in (torch.float32, torch.bfloat16,
+                                                                     torch.float16):
+        return None
+    with torch.no_grad():
+        w, b = fold(weight, bias, epilogue.bn, layer.groups)
+        w = w.to(dtype).contiguous()
+        b = None if b is None else b.to(dtype).contiguous()
+    call = _functional._checked_conv_transpose(nsp, input.shape, dtype, w.shape, dtype,
+                                               None if b is None else b.shape, None if b is None else dtype,
+                                               layer.stride, layer.padding, layer.output_padding,
+                                               layer.groups, layer.dilation)
+    if call.empty:
+        return None
+    fmt = _native.memory_format(input, weight)  # how the kernel reads the input
+    axes = _native.nxc_axes(fmt, input.dim())
+    # What the stock layer writes (PyTorch's rule, from the input's format in the stock
+    # model); what this one writes: that, or channels-last for the next layer.
+    stock = stock_format if stock_format is not None and stock_format != torch.contiguous_format \
+        else _native.memory_format(weight) if stock_format is not None else fmt
+    out_fmt = _native._CHANNELS_LAST.get(input.dim(), stock) if epilogue.next_layer is not None else stock
+    out_strides = _native.dense_strides(call.out_shape, out_fmt)
+    x = _native.oriented(_native.view(input.to(dtype) if input.dtype != dtype else input), axes)
+    arrays: tuple = (_native.view(w),) + (() if b is None else (_native.view(b),))
+    values = _native.with_format(call.values, axes)
+    names = ("src", "weights", "bias")[:1 + len(arrays)]
+    keywords = dict(zip(("strides", "pads_begin", "pads_end", "dilations", "auto_pad", "output_padding",
+                         "groups", "data_format", "weights_format"), values))
+    cp = _plan.plan_call("ConvTranspose", names, [x, *arrays], keywords)
+    native = cp.native
+    if native.lowering != "native" or native.crop or native.unreached:
+        return None
+    out_shape = tuple(call.out_shape)
+    out_meta_shape = out_shape if axes is None else tuple(out_shape[a] for a in axes)
+    out_meta_strides = out_strides if axes is None else tuple(out_strides[a] for a in axes)
+    name = _arrays.dtype_name(x.dtype)
+    threads = _plan.threads(cp.size)
+    busy = key[-2]
+    if busy and not threads:
+        threads = busy
+    post = [] if epilogue.act is None else [post_of(epilogue.act)]
+    in_f32 = name in _arrays.LOW_PRECISION and _kernels.runs_in_f32(
+        "ConvTranspose", native.attrs, name, [x.shape] + [a.shape for a in arrays], out_meta_shape,
+        cp.size.flops)
+    constants = {i + 1: a for i, a in enumerate(arrays)}
+    op = _as_f32.ChainOp("ConvTranspose", native.attrs, name, [_compiled.meta(x)] + [_compiled.meta(a) for a in arrays],
+                         (out_meta_shape, out_meta_strides), constants, threads=threads,
+                         reason="inference: weights packed once" + (", its epilogue fused" if post else ""),
+                         posts=[p for p in post if p is not None], in_f32=in_f32)
+    return _Packed(key, _stamp(sources), op, tuple(op.constants[i] for i in sorted(op.constants)),
+                   out_shape, out_strides, axes, dtype, stock)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,0 +1,283 @@
+"""``convert(model, inference=True)`` (issue 45): in eval, each converted layer computes the
+BatchNorm and activation after it, folded and fused into one oneDNN partition with its
+weights packed once; training is unchanged.
+
+Truth: the stock model (torch.nn) with the same parameters and state, run the same way;
+the converted one within 1e-4 of max |stock| in f32 (folding rounds the weights once more
+in f32, and the sums run in another order: both near 1e-6 of the output), and the bf16
+bound below under bf16 autocast. Every way a parameter or statistic can change after the
+weights were packed is made, then the next output compared: no result may be stale.
+"""
+
+import copy
+import io
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import onednn_graph as og  # noqa: E402
+import onednn_graph.torch as ot  # noqa: E402
+from onednn_graph.torch import _inference  # noqa: E402
+
+ACTIVATIONS = {
+    "ReLU": torch.nn.ReLU(), "LeakyReLU": torch.nn.LeakyReLU(0.2), "GELU": torch.nn.GELU(),
+    "Tanh": torch.nn.Tanh(), "Sigmoid": torch.nn.Sigmoid(), "ELU": torch.nn.ELU(0.7),
+    "Hardswish": torch.nn.Hardswish(), "Mish": torch.nn.Mish(), "ReLU6": torch.nn.ReLU6(),
+    "Hardtanh": torch.nn.Hardtanh(-0.5, 0.5), "SiLU (not fused)": torch.nn.SiLU(),
+    "GELU tanh (not fused)": torch.nn.GELU(approximate="tanh"),
+}
+
+
+def _generator(act=None, groups=1, bias=False, c=(16, 32, 16, 3)):
+    """A DCGAN-style generator: ConvTranspose2d, BatchNorm2d and an activation per block."""
+    torch.manual_seed(0)
+    layers = []
+    for i, (a, b) in enumerate(zip(c, c[1:])):
+        layers.append(torch.nn.ConvTranspose2d(a, b, 4, 1 if i == 0 else 2, 0 if i == 0 else 1,
+                                               bias=bias, groups=groups if i == 1 else 1))
+        if i < len(c) - 2:
+            layers += [torch.nn.BatchNorm2d(b), copy.deepcopy(act or torch.nn.ReLU())]
+    layers.append(torch.nn.Tanh())
+    model = torch.nn.Sequential(*layers)
+    with torch.no_grad():  # running statistics of a trained model, not the defaults
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.5, 0.5)
+    return model.eval()
+
+
+def _close(got, want, tol=1e-4):
+    got, want = got.detach().float(), want.detach().float()
+    return float((got - want).abs().max()) <= tol * float(want.abs().max())
+
+
+def _pair(**kw):
+    stock = _generator(**kw)
+    return stock, ot.convert(stock, inference=True)
+
+
+@pytest.mark.parametrize("act", list(ACTIVATIONS), ids=list(ACTIVATIONS))
+def test_eval_folds_fuses_and_matches_stock(act):
+    stock, model = _pair(act=ACTIVATIONS[act])
+    fused = "not fused" not in act
+    for r in ot.report(model):
+        assert "weights packed once" in r.why
+        if r.path != "6":  # the last layer: Tanh only
+            assert "BatchNorm2d folded" in r.why
+            assert (f"{type(ACTIVATIONS[act]).__name__} fused" in r.why) == fused
+    for n in (1, 5):
+        z = torch.randn(n, 16, 1, 1)
+        with torch.no_grad():
+            assert _close(model(z), stock(z))
+        with torch.inference_mode():
+            assert _close(model(z), stock(z))
+
+
+@pytest.mark.parametrize("case", ["grouped", "bias", "channels_last input"])
+def test_other_layers_and_layouts(case):
+    stock, model = _pair(groups=2 if case == "grouped" else 1, bias=case == "bias")
+    z = torch.randn(3, 16, 1, 1)
+    if case == "channels_last input":
+        z = torch.randn(3, 16, 2, 2).to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        got, want = model(z), stock(z)
+    assert _close(got, want)
+    assert got.is_contiguous() == want.is_contiguous()  # the model's result: stock's layout
+
+
+def test_bf16_autocast_packs_bf16_weights_once():
+    stock, model = _pair()
+    z = torch.randn(4, 16, 1, 1)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        want = stock(z)
+        got = model(z)
+        assert got.dtype == want.dtype == torch.bfloat16
+        packed = {id(m): _inference._packed[id(m)][1] for m in model if id(m) in _inference._packed}
+        model(z)
+        assert {id(m): _inference._packed[id(m)][1] for m in model if id(m) in _inference._packed} == packed
+    # bf16 rounds each layer's result (8 bits): a few units of 2**-8 over three layers
+    assert _close(got, want, tol=0.05)
+
+
+def test_training_is_unchanged():
+    stock, model = _pair()
+    plain = ot.convert(stock)
+    stock.train(), model.train(), plain.train()
+    z = torch.randn(6, 16, 1, 1)
+    got, want = model(z), plain(z)
+    assert torch.equal(got, want)  # the same modules, the same kernels
+    got.square().mean().backward()
+    want.square().mean().backward()
+    for a, b in zip(model.parameters(), plain.parameters()):
+        assert torch.equal(a.grad, b.grad)
+
+
+def test_eval_with_gradients_folds_with_torch_ops():
+    stock, model = _pair()
+    z = torch.randn(3, 16, 1, 1, requires_grad=True)
+    got, want = model(z), stock(z)
+    assert _close(got, want)
+    (gz,) = torch.autograd.grad(got.square().sum(), z)
+    (wz,) = torch.autograd.grad(want.square().sum(), z)
+    assert _close(gz, wz)
+    grads = torch.autograd.grad(model(z).sum(), list(model.parameters()))
+    stock_grads = torch.autograd.grad(stock(z).sum(), list(stock.parameters()))
+    for a, b in zip(grads, stock_grads):
+        assert _close(a, b, tol=1e-3)
+
+
+# Each way the packed weights can go stale: the change, made after a packed call.
+def _in_place(m, s):
+    with torch.no_grad():
+        for p in (m[0].weight, s[0].weight):
+            p.mul_(1.5)
+
+
+def _data_assigned(m, s):
+    new = torch.randn_like(s[0].weight)
+    m[0].weight.data = new.clone()
+    s[0].weight.data = new.clone()
+
+
+def _optimizer_step(m, s):
+    for model in (m, s):
+        model.train()
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        torch.manual_seed(1)
+        model(torch.randn(4, 16, 1, 1)).square().mean().backward()
+        opt.step()
+        model.eval()
+
+
+def _load_state_dict(m, s):
+    other = _generator()
+    with torch.no_grad():
+        for p in other.parameters():
+            p.add_(0.3)
+    m.load_state_dict(other.state_dict())
+    s.load_state_dict(other.state_dict())
+
+
+def _replaced(m, s):
+    new = torch.nn.Parameter(torch.randn_like(s[3].weight))
+    m[3].weight = torch.nn.Parameter(new.detach().clone())
+    s[3].weight = torch.nn.Parameter(new.detach().clone())
+
+
+def _to_dtype_and_back(m, s):
+    for model in (m, s):
+        model.double()
+        with torch.no_grad():
+            model[0].weight.mul_(0.5)
+        model.float()
+
+
+def _running_stats_moved(m, s):
+    for model in (m, s):
+        model.train()
+        torch.manual_seed(2)
+        with torch.no_grad():
+            model(torch.randn(8, 16, 1, 1) * 3)
+        model.eval()
+
+
+def _bn_affine_edited(m, s):
+    with torch.no_grad():
+        m[1].bias.add_(1.0)
+        s[1].bias.add_(1.0)
+
+
+def _through_data_then_refresh(m, s):
+    m[0].weight.data.mul_(2.0)  # PyTorch's version counters do not see this write
+    s[0].weight.data.mul_(2.0)
+    ot.refresh(m)
+
+
+CHANGES = [_in_place, _data_assigned, _optimizer_step, _load_state_dict, _replaced,
+           _to_dtype_and_back, _running_stats_moved, _bn_affine_edited, _through_data_then_refresh]
+
+
+@pytest.mark.parametrize("change", CHANGES, ids=[c.__name__.strip("_") for c in CHANGES])
+def test_no_stale_result_after_a_change(change):
+    stock, model = _pair()
+    model.load_state_dict(stock.state_dict())
+    z = torch.randn(2, 16, 1, 1)
+    with torch.no_grad():
+        assert _close(model(z), stock(z))  # packed now
+    change(model, stock)
+    with torch.no_grad():
+        assert _close(model(z), stock(z))
+
+
+def test_a_parametrized_weight_whose_original_changes():
+    torch.manual_seed(0)
+    stock = torch.nn.Sequential(
+        torch.nn.utils.parametrizations.weight_norm(torch.nn.ConvTranspose2d(8, 4, 4, 2, 1)),
+        torch.nn.BatchNorm2d(4), torch.nn.ReLU()).eval()
+    model = ot.convert(stock, inference=True)
+    assert "BatchNorm2d folded" in ot.report(model)[0].why
+    z = torch.randn(2, 8, 3, 3)
+    with torch.no_grad():
+        assert _close(model(z), stock(z))
+        for m in (model, stock):
+            m[0].parametrizations.weight.original1.mul_(-1.0)
+        assert _close(model(z), stock(z))
+
+
+def test_revert_copy_and_pickle():
+    stock, model = _pair()
+    z = torch.randn(2, 16, 1, 1)
+    with torch.no_grad():
+        want = stock(z)
+        for m in (copy.deepcopy(model), torch.load(_saved(model), weights_only=False)):
+            assert _close(m(z), want)
+            assert "BatchNorm2d folded" in ot.report(m)[0].why
+        back = ot.revert(model)
+        assert type(back[1]) is torch.nn.BatchNorm2d and type(back[2]) is torch.nn.ReLU
+        assert not any("_onednn" in k for m in back.modules() for k in vars(m))
+        assert _close(back(z), want)
+
+
+def _saved(model):
+    buffer = io.BytesIO()
+    torch.save(model, buffer)
+    buffer.seek(0)
+    return buffer
+
+
+def test_a_traced_structure_folds_and_a_shared_module_does_not():
+    class Block(torch.nn.Module):
+        def __init__(self, shared):
+            super().__init__()
+            self.up = torch.nn.ConvTranspose2d(8, 8, 4, 2, 1)
+            self.norm = torch.nn.BatchNorm2d(8)
+            self.act = shared
+            self.up2 = torch.nn.ConvTranspose2d(8, 4, 2, 2)
+
+        def forward(self, x):
+            y = self.act(self.norm(self.up(x)))
+            return self.act(self.up2(y)) + 1
+
+    torch.manual_seed(0)
+    stock = Block(torch.nn.ReLU()).eval()
+    model = ot.convert(stock, inference=True)
+    why = {r.path: r.why for r in ot.report(model)}
+    assert "BatchNorm2d folded" in why["up"] and "ReLU" not in why["up"]  # the ReLU is used twice
+    z = torch.randn(2, 8, 3, 3)
+    with torch.no_grad():
+        assert _close(model(z), stock(z))
+
+
+# Inductor itself calls the deprecated torch.jit.script_method (PyTorch 2.13).
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+def test_compiled_inference_matches_eager():
+    stock, model = _pair()
+    z = torch.randn(2, 16, 1, 1)
+    compiled = torch.compile(model, fullgraph=True)
+    with torch.no_grad():
+        assert _close(compiled(z), stock(z))
+    og.cache.clear_cache()
