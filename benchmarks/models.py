@@ -131,7 +131,56 @@ def training_example() -> Built:
     return _example_generator(torch.nn.ConvTranspose2d), (torch.randn(8, 16, 4, 4),), _mean_square
 
 
+def dcgan_generator(batch: int = 16) -> Built:
+    """The DCGAN paper's generator (nz 100, ngf 64): 5 ConvTranspose2d (kernel 4), each of
+    the first four followed by BatchNorm2d and ReLU, the last by Tanh."""
+    layers: list[torch.nn.Module] = []
+    chans = [100, 512, 256, 128, 64]
+    for i, (a, b) in enumerate(zip(chans, chans[1:])):
+        layers += [torch.nn.ConvTranspose2d(a, b, 4, 1 if i == 0 else 2, 0 if i == 0 else 1, bias=False),
+                   torch.nn.BatchNorm2d(b), torch.nn.ReLU(True)]
+    layers += [torch.nn.ConvTranspose2d(64, 3, 4, 2, 1, bias=False), torch.nn.Tanh()]
+    m = torch.nn.Sequential(*layers)
+    with torch.no_grad():  # running statistics as a trained model has them
+        for bn in m.modules():
+            if isinstance(bn, torch.nn.BatchNorm2d):
+                bn.running_mean.uniform_(-0.5, 0.5)
+                bn.running_var.uniform_(0.5, 2.0)
+    return m, (torch.randn(batch, 100, 1, 1),), _mean_square
+
+
+def mask_head() -> Built:
+    """torchvision's Mask R-CNN mask predictor (ConvTranspose2d(256, 256, 2, stride 2), ReLU,
+    a 1x1 Conv2d to 91 classes) on 32 RoIs of 14 x 14."""
+    m = torch.nn.Sequential(torch.nn.ConvTranspose2d(256, 256, 2, 2), torch.nn.ReLU(),
+                            torch.nn.Conv2d(256, 91, 1))
+    return m, (torch.randn(32, 256, 14, 14),), _mean_square
+
+
+class _KeypointPredictor(torch.nn.Module):
+    """torchvision's Keypoint R-CNN predictor: ConvTranspose2d(512, 17, 4, 2, 1), then a
+    bilinear x2 upsampling."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kps_score_lowres = torch.nn.ConvTranspose2d(512, 17, 4, stride=2, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.interpolate(self.kps_score_lowres(x), scale_factor=2.0,
+                                               mode="bilinear", align_corners=False)
+
+
+def keypoint_head() -> Built:
+    """torchvision's Keypoint R-CNN predictor on 16 RoIs of 14 x 14."""
+    return _KeypointPredictor(), (torch.randn(16, 512, 14, 14),), _mean_square
+
+
 MODELS: dict[str, tuple[str, Callable[[], Built]]] = {
+    "dcgan": ("DCGAN generator, BatchNorm + ReLU, batch 16", dcgan_generator),
+    "dcgan-1": ("DCGAN generator, BatchNorm + ReLU, batch 1", lambda: dcgan_generator(1)),
+    "dcgan-64": ("DCGAN generator, BatchNorm + ReLU, batch 64", lambda: dcgan_generator(64)),
+    "mask-head": ("Mask R-CNN mask predictor, 32 RoIs", mask_head),
+    "keypoint-head": ("Keypoint R-CNN predictor, 16 RoIs", keypoint_head),
     "hifigan": ("HiFi-GAN vocoder, weight_norm (transformers)", hifigan),
     "encodec": ("EnCodec decoder, weight_norm (transformers)", encodec_decoder),
     "oobleck": ("Oobleck decoder, older weight_norm (diffusers)", oobleck_decoder),
@@ -234,6 +283,110 @@ def measure(build: Callable[[], Built], train: bool, autocast: bool, rounds: int
     return {k: (min(v), statistics.median(v)) for k, v in times.items()}
 
 
+def measure_inference(build: Callable[[], Built], autocast: bool, rounds: int, calls: int,
+                      compiled: bool) -> dict[str, list[float]]:
+    """Milliseconds per call in each of interleaved rounds, in eval under
+    ``torch.inference_mode``: the stock model and ``convert(model, inference=True)``, eager
+    and (`compiled`) under ``torch.compile``."""
+    torch.manual_seed(0)
+    stock, inputs, _ = build()
+    stock.eval()
+    models = {"stock": stock, "converted": ot.convert(stock, inference=True)}
+    if compiled:
+        models["stock compiled"] = torch.compile(stock)
+        models["converted compiled"] = torch.compile(ot.convert(stock, inference=True))
+
+    def runner(model: torch.nn.Module) -> Callable[[], None]:
+        def infer() -> None:
+            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                _call(model, inputs)
+        return infer
+    runs = {k: runner(m) for k, m in models.items()}
+    for fn in runs.values():
+        for _ in range(3):  # compile, pack, warm up
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    names = list(runs)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            start = time.perf_counter()
+            for _ in range(calls):
+                runs[name]()
+            times[name].append((time.perf_counter() - start) / calls * 1e3)
+    return times
+
+
+def _available(keys: str, missing: list[str]):
+    """(key, title, build) of each model named in `keys` (comma-separated) whose library is
+    installed; the others' reasons go to `missing`."""
+    for key in keys.split(","):
+        title, build = MODELS[key]
+        try:
+            build()
+        except ImportError as exc:
+            missing.append(f"{title}: {exc.name or exc} not installed")
+            continue
+        yield key, title, build
+
+
+def _written(lines: list[str], missing: list[str], out: str | None) -> int:
+    """Print the table `lines` (and what was left out), and write it to `out` if given."""
+    if missing:
+        lines += ["", "Left out: " + "; ".join(missing) + "."]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        Path(out).write_text(text)
+    return 0
+
+
+def _ratio(ours: list[float], theirs: list[float]) -> tuple[float, float, float]:
+    """The median of per-round ratios and their spread (lowest, highest)."""
+    ratios = [a / b for a, b in zip(ours, theirs)]
+    return statistics.median(ratios), min(ratios), max(ratios)
+
+
+def main_inference(args: argparse.Namespace) -> int:
+    """``--inference``: eval, stock against ``convert(model, inference=True)``, eager and compiled."""
+    rows, missing = [], []
+    start = time.perf_counter()
+    for key, title, build in _available(args.models, missing):
+        for dtype, autocast in (("f32", False), ("bf16 autocast", True))[:1 if args.f32 else 2]:
+            t = measure_inference(build, autocast, args.rounds, args.calls, not args.eager)
+            row = [title, dtype, statistics.median(t["stock"]), statistics.median(t["converted"]),
+                   _ratio(t["converted"], t["stock"])]
+            if not args.eager:
+                row += [statistics.median(t["stock compiled"]), statistics.median(t["converted compiled"]),
+                        _ratio(t["converted compiled"], t["stock compiled"])]
+            rows.append(row)
+            print(f"{key} {dtype}: " + " ".join(f"{k} {statistics.median(v):.2f}" for k, v in t.items()),
+                  file=sys.stderr, flush=True)
+    v = og.system.onednn_version()
+    lines = [
+        f"`python benchmarks/models.py --inference --rounds {args.rounds} --calls {args.calls}"
+        f"{' --eager' if args.eager else ''}{' --f32' if args.f32 else ''}"
+        f"{f' --threads {args.threads}' if args.threads else ''}` on {_version.cpu_model()} "
+        f"(oneDNN ISA {og.system.cpu_isa()}), {torch.get_num_threads()} threads, oneDNN "
+        f"{v.major}.{v.minor}.{v.patch}, PyTorch {torch.__version__}, "
+        f"{time.perf_counter() - start:.0f} s. Eval under torch.inference_mode: the stock model "
+        "and `convert(model, inference=True)`, eager and under torch.compile, in interleaved "
+        f"rounds of {args.calls} calls. Milliseconds per call, medians of {args.rounds} rounds; "
+        "converted/stock is the median of per-round ratios (lowest-highest round); below 1: "
+        "the converted model is faster.",
+        "",
+        "| model | dtype | stock eager ms | converted eager ms | converted/stock eager |"
+        + ("" if args.eager else " stock compiled ms | converted compiled ms | converted/stock compiled |"),
+        "| --- | --- | --- | --- | --- |" + ("" if args.eager else " --- | --- | --- |"),
+    ]
+    for row in rows:
+        cells = [row[0], row[1], f"{row[2]:.2f}", f"{row[3]:.2f}",
+                 "**{:.2f}** ({:.2f}-{:.2f})".format(*row[4])]
+        if not args.eager:
+            cells += [f"{row[5]:.2f}", f"{row[6]:.2f}", "**{:.2f}** ({:.2f}-{:.2f})".format(*row[7])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return _written(lines, missing, args.out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -241,20 +394,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--threads", type=int, default=0, help="0: PyTorch's default")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--inference", action="store_true",
+                        help="eval: stock against convert(model, inference=True), eager and compiled")
+    parser.add_argument("--eager", action="store_true", help="with --inference: no torch.compile")
+    parser.add_argument("--f32", action="store_true", help="with --inference: no bf16 autocast")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # the libraries' deprecation notices
     logging.getLogger("onednn_graph.torch").setLevel(logging.ERROR)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.inference:
+        return main_inference(args)
     rows, missing = [], []
     start = time.perf_counter()
-    for key in args.models.split(","):
-        title, build = MODELS[key]
-        try:
-            build()
-        except ImportError as exc:
-            missing.append(f"{title}: {exc.name or exc} not installed")
-            continue
+    for key, title, build in _available(args.models, missing):
         for dtype, autocast in (("f32", False), ("bf16 autocast", True)):
             for mode, train in (("inference", False), ("training step", True)):
                 t = measure(build, train, autocast, args.rounds, args.calls)
@@ -284,13 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     lines += [f"| {m} | {d} | {mode} | {s:.2f} | {c:.2f} | **{c / s:.2f}** | {med:.2f} | "
               f"{max(share, 0):.0%} |" for m, d, mode, s, c, med, share in rows]
-    if missing:
-        lines += ["", "Left out: " + "; ".join(missing) + "."]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    return 0
+    return _written(lines, missing, args.out)
 
 
 if __name__ == "__main__":

@@ -281,3 +281,80 @@ def test_compiled_inference_matches_eager():
     with torch.no_grad():
         assert _close(compiled(z), stock(z))
     og.cache.clear_cache()
+
+
+# Under torch.compile a converted layer's inference is one registered op
+# (``onednn_graph::conv_transpose_inference``) whose implementation packs per weight.
+COMPILE_WARNINGS = pytest.mark.filterwarnings(
+    "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+
+
+def _counting(monkeypatch):
+    """How many times the registered op ran (its implementation looks this up per call)."""
+    calls = []
+    real = _inference.run_registered
+
+    def counted(*args):
+        calls.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(_inference, "run_registered", counted)
+    return calls
+
+
+@COMPILE_WARNINGS
+def test_compiled_inference_runs_the_registered_op(monkeypatch):
+    stock, model = _pair()
+    calls = _counting(monkeypatch)
+    compiled = torch.compile(model, fullgraph=True)
+    z = torch.randn(3, 16, 1, 1)
+    with torch.inference_mode():
+        assert _close(compiled(z), stock(z))
+    assert len(calls) == 3  # the three layers, each with its BatchNorm and activation inside
+
+
+@COMPILE_WARNINGS
+@pytest.mark.parametrize("change", [_in_place, _replaced, _load_state_dict, _running_stats_moved,
+                                    _bn_affine_edited],
+                         ids=lambda c: c.__name__.strip("_"))
+def test_compiled_inference_is_never_stale(change):
+    """The compiled graph holds the parameters, not their values: a change after the
+    first compiled call reaches the next (the op compares stamps as a layer does)."""
+    stock, model = _pair()
+    model.load_state_dict(stock.state_dict())
+    compiled = torch.compile(model)
+    z = torch.randn(2, 16, 1, 1)
+    with torch.no_grad():
+        assert _close(compiled(z), stock(z))
+    change(model, stock)
+    with torch.no_grad():
+        assert _close(compiled(z), stock(z))
+
+
+@COMPILE_WARNINGS
+@pytest.mark.parametrize("batch", [2, 0], ids=["lowered geometry", "empty batch"])
+def test_compiled_inference_where_the_package_lowers_the_op(batch):
+    """Dilation 2 with output_padding 1 at stride 1 is folded into pads_end (not oneDNN's
+    own attribute): the op runs the functional call on the weights folded once."""
+    torch.manual_seed(0)
+    stock = torch.nn.Sequential(torch.nn.ConvTranspose2d(8, 4, 2, 1, 0, output_padding=1, dilation=2),
+                                torch.nn.BatchNorm2d(4), torch.nn.ReLU()).eval()
+    model = ot.convert(stock, inference=True)
+    z = torch.randn(batch, 8, 5, 5)
+    with torch.no_grad():
+        got, want = torch.compile(model)(z), stock(z)
+    assert got.shape == want.shape
+    if batch:
+        assert _close(got, want)
+
+
+@COMPILE_WARNINGS
+def test_compiled_bf16_autocast_inference():
+    """The region's bf16: the op computes in bf16 on the input cast first (as stock's
+    autocast casts), within bf16's bound (8 bits of mantissa, sums of 16-512 terms)."""
+    stock, model = _pair()
+    z = torch.randn(2, 16, 1, 1)
+    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16):
+        got, want = torch.compile(model)(z), stock(z)
+    assert got.dtype == want.dtype
+    assert _close(got, want, tol=3e-2)

@@ -35,13 +35,14 @@ counter sees them), so after such a write call ``refresh(model)``. A call that r
 
 from __future__ import annotations
 
+import functools
 import os
 import weakref
 from typing import Any, NamedTuple, Optional
 
 import torch
 
-from .. import post as _post
+from .. import ops as _ops, post as _post
 from .._impl import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, kernels as _kernels,
                      plan as _plan)
 from . import _layer, _library, _native, _routing, functional as _functional
@@ -248,20 +249,59 @@ def refresh(model: torch.nn.Module) -> None:
     which PyTorch's version counters do not see."""
     for m in model.modules():
         _packed.pop(id(m), None)
+    for t in model.parameters():
+        _packed_by_weight.pop(id(t), None)
 
 
 # --- the calls ---------------------------------------------------------------------------
 
 
-def fold(weight: torch.Tensor, bias: Optional[torch.Tensor], bn: Optional[torch.nn.Module],
+class Norm(NamedTuple):
+    """An eval BatchNorm's tensors (``norm_of``): what folding reads."""
+
+    weight: Optional[torch.Tensor]  # None: not affine
+    bias: Optional[torch.Tensor]
+    mean: torch.Tensor
+    var: torch.Tensor
+    eps: float
+    # num_batches_tracked: a train-mode pass writes the statistics in its kernel with no
+    # version change, and counts this up in Python (a version change); None: not tracked
+    count: Optional[torch.Tensor] = None
+
+
+def norm_of(bn: Optional[torch.nn.Module]) -> Optional[Norm]:
+    return None if bn is None else Norm(bn.weight if bn.affine else None, bn.bias if bn.affine else None,
+                                        bn.running_mean, bn.running_var, float(bn.eps),
+                                        bn.num_batches_tracked)
+
+
+class Geometry(NamedTuple):
+    """A transposed convolution's attributes in torch.nn's terms."""
+
+    stride: tuple
+    padding: tuple
+    output_padding: tuple
+    dilation: tuple
+    groups: int
+
+
+def geometry_of(layer: torch.nn.Module) -> Geometry:
+    return Geometry(tuple(layer.stride), tuple(layer.padding), tuple(layer.output_padding),
+                    tuple(layer.dilation), layer.groups)
+
+
+def fold(weight: torch.Tensor, bias: Optional[torch.Tensor], norm: Optional[Norm],
          groups: int) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-    """`weight` (IOX: ``(C_in, C_out/groups, *K)``) and `bias` with eval BatchNorm `bn`
+    """`weight` (IOX: ``(C_in, C_out/groups, *K)``) and `bias` with eval BatchNorm `norm`
     folded in (per output channel), by PyTorch's ops (differentiable)."""
-    if bn is None:
+    if norm is None:
         return weight, bias
-    scale = bn.weight * torch.rsqrt(bn.running_var + bn.eps) if bn.affine else \
-        torch.rsqrt(bn.running_var + bn.eps)
-    shift = -bn.running_mean * scale + (bn.bias if bn.affine else 0)
+    scale = torch.rsqrt(norm.var + norm.eps)
+    if norm.weight is not None:
+        scale = norm.weight * scale
+    shift = -norm.mean * scale
+    if norm.bias is not None:
+        shift = shift + norm.bias
     c_in, per_group = weight.shape[0], weight.shape[1]
     ones = [1] * (weight.dim() - 2)
     folded_w = (weight.reshape(groups, c_in // groups, per_group, *weight.shape[2:])
@@ -282,50 +322,81 @@ def _sources(layer: torch.nn.Module, epilogue: Epilogue) -> list[torch.Tensor]:
     return tensors
 
 
-def _stamp(tensors: list[torch.Tensor]) -> list[tuple[torch.Tensor, int, int]]:
-    return [(t, t._version, t.data_ptr()) for t in tensors]
+Stamp = list  # [(a weak reference to a tensor, its version, its data pointer)]
 
 
-def _same(stamp: list[tuple[torch.Tensor, int, int]], tensors: list[torch.Tensor]) -> bool:
+def _stamp(tensors: list[torch.Tensor]) -> Stamp:
+    # (weak: a cache entry must not keep a replaced parameter, or the model, alive)
+    return [(weakref.ref(t), t._version, t.data_ptr()) for t in tensors]
+
+
+def _same(stamp: Stamp, tensors: list[torch.Tensor]) -> bool:
     if len(stamp) != len(tensors):
         return False
-    for (t, version, ptr), now in zip(stamp, tensors):
-        if t is not now or t._version != version or t.data_ptr() != ptr:
+    for (ref, version, ptr), now in zip(stamp, tensors):
+        if ref() is not now or now._version != version or now.data_ptr() != ptr:
             return False
     return True
 
 
 class _Packed:
-    """One layer's compiled partition (op, BatchNorm folded, activation fused) with its
-    folded weights and bias as constants, for one input layout, dtype and thread count."""
+    """One call's computation (op, BatchNorm folded, activation fused) with its folded
+    weights and bias, for one input layout, dtype and thread count: a compiled partition
+    with them as constants, run natively (``op``), or where the package lowers the
+    geometry, the functional API's fused call on them (``fused``)."""
 
-    __slots__ = ("key", "stamp", "op", "direct", "arrays", "out_shape", "out_strides", "axes",
-                 "dtype", "stock_format", "__weakref__")
+    __slots__ = ("key", "stamp", "op", "direct", "fused", "arrays", "out_shape", "out_strides",
+                 "axes", "dtype", "stock_format")
 
-    def __init__(self, key: tuple, stamp: list, op: Any, arrays: tuple, out_shape: tuple,
-                 out_strides: tuple, axes: Optional[tuple], dtype: torch.dtype,
-                 stock_format: torch.memory_format) -> None:
-        self.key, self.stamp, self.op, self.arrays = key, stamp, op, arrays
+    def __init__(self, key: tuple, stamp: Stamp, out_shape: tuple, out_strides: tuple,
+                 axes: Optional[tuple], dtype: torch.dtype, stock_format: torch.memory_format,
+                 op: Any = None, fused: Any = None) -> None:
+        self.key, self.stamp, self.op, self.fused = key, stamp, op, fused
         self.stock_format = stock_format  # the memory format the stock layer writes
         self.out_shape, self.out_strides, self.axes, self.dtype = out_shape, out_strides, axes, dtype
-        self.direct = op.direct_call(out_shape if axes is None else
-                                     tuple(out_shape[a] for a in axes), _arrays.numpy_dtype(
-                                         "bf16" if dtype == torch.bfloat16 else
-                                         "f16" if dtype == torch.float16 else "f32"))
+        self.arrays = () if op is None else tuple(op.constants[i] for i in sorted(op.constants))
+        self.direct = None if op is None else op.direct_call(
+            out_shape if axes is None else tuple(out_shape[a] for a in axes),
+            _arrays.numpy_dtype(_DTYPE_NAMES[dtype]))
 
     def run(self, input: torch.Tensor) -> torch.Tensor:
         out, target = _native.result_strided(self.out_shape, self.out_strides, self.dtype)
         x = _native.view(input)
         if self.axes is not None:
             x, target = x.transpose(self.axes), target.transpose(self.axes)
-        if self.direct is None or self.direct.run(_compiled.stream(), (x,) + self.arrays, target) is None:
+        if self.op is None:
+            self.fused(x, target)
+        elif self.direct is None or self.direct.run(_compiled.stream(), (x,) + self.arrays, target) is None:
             self.op.execute((x,) + self.arrays, target)
         return out
 
 
-# id(layer) -> (a weak reference to the layer, its _Packed); a forked child packs again.
+_DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
+
+
+def _drop(cache: dict, key: int, ref: Any) -> None:
+    entry = cache.get(key)
+    if entry is not None and entry[0] is ref:
+        del cache[key]
+
+
+def _keep(cache: dict, owner: Any, packed: _Packed) -> None:
+    """``cache[id(owner)]``: `packed`, while `owner` lives."""
+    cache[id(owner)] = (weakref.ref(owner, functools.partial(_drop, cache, id(owner))), packed)
+
+
+def _kept(cache: dict, owner: Any) -> Optional[_Packed]:
+    entry = cache.get(id(owner))
+    return entry[1] if entry is not None and entry[0]() is owner else None
+
+
+# id(layer) -> (a weak reference to the layer, its _Packed) for a layer's eager calls;
+# id(weight) -> the same for ``conv_transpose_inference`` (torch.compile's calls). A forked
+# child packs again.
 _packed: dict[int, tuple[Any, _Packed]] = {}
+_packed_by_weight: dict[int, tuple[Any, _Packed]] = {}
 os.register_at_fork(after_in_child=_packed.clear)
+os.register_at_fork(after_in_child=_packed_by_weight.clear)
 
 
 def applied(layer: torch.nn.Module, epilogue: Epilogue) -> bool:
@@ -335,12 +406,15 @@ def applied(layer: torch.nn.Module, epilogue: Epilogue) -> bool:
 
 def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> torch.Tensor:
     """``layer(input)`` with its epilogue, in eval: packed where nothing records or traces
-    the call, else composed of PyTorch's ops and the layer's (``_composed``)."""
+    the call, under torch.compile the registered ``conv_transpose_inference`` (which packs
+    when it runs), else composed of PyTorch's ops and the layer's (``_composed``)."""
     # The sources, not the weight: a parametrized weight is computed on every read, and
     # the packed call needs it only when it packs.
     sources = _sources(layer, epilogue)
-    if type(input) not in (torch.Tensor, torch.nn.Parameter) or not _library.untraced(input) or (
-            torch.is_grad_enabled() and (input.requires_grad or any(t.requires_grad for t in sources))):
+    recorded = torch.is_grad_enabled() and (input.requires_grad or any(t.requires_grad for t in sources))
+    if type(input) not in (torch.Tensor, torch.nn.Parameter) or not _library.untraced(input) or recorded:
+        if torch.compiler.is_compiling() and not recorded and _compiles_packed(layer, input):
+            return _compiled_call(layer, input, epilogue)
         return _composed(layer, input, *_layer.weight_and_bias(layer), epilogue)
     autocast = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
     # The input's memory format as the stock model has it: another layer writes its result
@@ -348,14 +422,15 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
     handed = layer.__dict__.get(_HANDED)
     stock_format = handed[1] if handed is not None and handed[0]() is input else None
     key = (input.shape, input.dtype, input.stride(), autocast, stock_format) + _compiled.call_threads()
-    entry = _packed.get(id(layer))
-    packed = entry[1] if entry is not None and entry[0]() is layer else None
+    packed = _kept(_packed, layer)
     if packed is None or packed.key != key or not _same(packed.stamp, sources):
         weight, bias = _layer.weight_and_bias(layer)
-        packed = _pack(layer, input, weight, bias, epilogue, key, sources, autocast, stock_format)
+        packed = _pack(geometry_of(layer), input, weight, bias, norm_of(epilogue.bn),
+                       None if epilogue.act is None else post_of(epilogue.act), key, sources,
+                       autocast, stock_format, epilogue.next_layer is not None)
         if packed is None:
             return _composed(layer, input, weight, bias, epilogue)
-        _packed[id(layer)] = (weakref.ref(layer), packed)
+        _keep(_packed, layer, packed)
     out = packed.run(input if autocast is None or input.dtype == autocast else input.to(autocast))
     if epilogue.next_layer is not None:
         epilogue.next_layer.__dict__[_HANDED] = (weakref.ref(out), packed.stock_format)
@@ -372,53 +447,111 @@ def _composed(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
     """The layer and its epilogue as PyTorch's ops and the package's layer compose them
     (differentiable: the folding is torch's, the op the package's, the activation the
     module's own class's forward)."""
-    w, b = fold(weight, bias, epilogue.bn, layer.groups)
+    w, b = fold(weight, bias, norm_of(epilogue.bn), layer.groups)
     y = _layer.forward_with(layer, input, w, b)
     if epilogue.act is not None:
         y = _unfolded(type(epilogue.act)).forward(epilogue.act, y)  # type: ignore[attr-defined]
     return y
 
 
-def _pack(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
-          bias: Optional[torch.Tensor], epilogue: Epilogue, key: tuple,
+# --- under torch.compile: the registered op ---------------------------------------------
+
+
+def _compiles_packed(layer: torch.nn.Module, input: torch.Tensor) -> bool:
+    """Whether torch.compile's graph takes ``conv_transpose_inference`` for `layer`: its
+    weight and bias are parameters (a parametrized weight is a new tensor on every call:
+    the op would pack on every call; the composed ops fold it as they go), and the input is
+    a batch of a dtype oneDNN takes on the CPU."""
+    params = layer._parameters
+    return isinstance(params.get("weight"), torch.nn.Parameter) and (
+        params.get("bias") is None or isinstance(params["bias"], torch.nn.Parameter)) and \
+        input.dim() == len(layer.kernel_size) + 2 and input.dtype in _DTYPE_NAMES and \
+        params["weight"].dtype in _DTYPE_NAMES and input.device.type == "cpu"
+
+
+def _compiled_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> torch.Tensor:
+    """``forward`` in torch.compile's graph: ``conv_transpose_inference`` on the layer's
+    tensors, in autocast's dtype where the region casts (the op computes in its input's)."""
+    if torch.is_autocast_enabled("cpu") and input.dtype == torch.float32:
+        input = input.to(torch.get_autocast_dtype("cpu"))
+    norm = norm_of(epilogue.bn)
+    post = ("", {}) if epilogue.act is None else post_of(epilogue.act)
+    g = geometry_of(layer)
+    return torch.ops.onednn_graph.conv_transpose_inference(
+        input, layer.weight, layer.bias, *((None,) * 5 if norm is None else norm[:4] + (norm.count,)),
+        0.0 if norm is None else norm.eps, post[0], ",".join(post[1]), list(post[1].values()),
+        list(g.stride), list(g.padding), list(g.output_padding), list(g.dilation), g.groups)
+
+
+def run_registered(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                   norm: Optional[Norm], post: Optional[tuple[str, dict[str, float]]],
+                   geometry: Geometry) -> torch.Tensor:
+    """``conv_transpose_inference``'s implementation: packed once per weight (its other
+    tensors' stamps and the call's key checked on every call, as a layer's are)."""
+    sources = [t for t in (weight, bias) + (() if norm is None else norm[:4] + (norm.count,))
+               if t is not None]
+    key = (input.shape, input.dtype, input.stride(), geometry, norm is not None and norm.eps,
+           post) + _compiled.call_threads()
+    packed = _kept(_packed_by_weight, weight)
+    if packed is None or packed.key != key or not _same(packed.stamp, sources):
+        packed = _pack(geometry, input, weight, bias, norm, post, key, sources, None, None, False)
+        if packed is None:
+            raise TypeError("conv_transpose_inference: input must be a batch of "
+                            f"{len(weight.shape) - 2}-D data of a dtype oneDNN computes (float32, "
+                            f"bfloat16, float16) on the CPU, got {input.dtype} {tuple(input.shape)} "
+                            f"on {input.device}")
+        _keep(_packed_by_weight, weight, packed)
+    return packed.run(input)
+
+
+def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+          norm: Optional[Norm], post: Optional[tuple[str, dict[str, float]]], key: tuple,
           sources: list[torch.Tensor], autocast: Optional[torch.dtype],
-          stock_format: Optional[torch.memory_format]) -> Optional[_Packed]:
-    """The packed call of `layer` on inputs like `input`, or None where it has none (a
-    geometry the package lowers, an empty batch, a dtype oneDNN does not take)."""
-    nsp = len(layer.kernel_size)
+          stock_format: Optional[torch.memory_format], hands_on: bool) -> Optional[_Packed]:
+    """The call of a transposed convolution of `geometry` on inputs like `input` with
+    BatchNorm `norm` folded and activation `post` fused (its result channels-last where it
+    `hands_on` to the next layer), its weights folded and packed once; None where the
+    package does not compute it (a dtype oneDNN does not take, data of another rank)."""
+    nsp = weight.dim() - 2
     dtype = autocast if autocast is not None and input.dtype in (torch.float32, autocast) else input.dtype
-    if input.dim() != nsp + 2 or not input.is_cpu or dtype not in (torch.float32, torch.bfloat16,
-                                                                     torch.float16):
+    if input.dim() != nsp + 2 or not input.is_cpu or dtype not in _DTYPE_NAMES:
         return None
     with torch.no_grad():
-        w, b = fold(weight, bias, epilogue.bn, layer.groups)
+        w, b = fold(weight, bias, norm, geometry.groups)
         w = w.to(dtype).contiguous()
         b = None if b is None else b.to(dtype).contiguous()
     call = _functional._checked_conv_transpose(nsp, input.shape, dtype, w.shape, dtype,
                                                None if b is None else b.shape, None if b is None else dtype,
-                                               layer.stride, layer.padding, layer.output_padding,
-                                               layer.groups, layer.dilation)
-    if call.empty:
-        return None
+                                               geometry.stride, geometry.padding, geometry.output_padding,
+                                               geometry.groups, geometry.dilation)
     fmt = _native.memory_format(input, weight)  # how the kernel reads the input
     axes = _native.nxc_axes(fmt, input.dim())
     # What the stock layer writes (PyTorch's rule, from the input's format in the stock
     # model); what this one writes: that, or channels-last for the next layer.
     stock = stock_format if stock_format is not None and stock_format != torch.contiguous_format \
         else _native.memory_format(weight) if stock_format is not None else fmt
-    out_fmt = _native._CHANNELS_LAST.get(input.dim(), stock) if epilogue.next_layer is not None else stock
-    out_strides = _native.dense_strides(call.out_shape, out_fmt)
+    out_fmt = _native._CHANNELS_LAST.get(input.dim(), stock) if hands_on else stock
+    out_shape = tuple(call.out_shape)
+    out_strides = _native.dense_strides(out_shape, out_fmt)
     x = _native.oriented(_native.view(input.to(dtype) if input.dtype != dtype else input), axes)
     arrays: tuple = (_native.view(w),) + (() if b is None else (_native.view(b),))
     values = _native.with_format(call.values, axes)
-    names = ("src", "weights", "bias")[:1 + len(arrays)]
     keywords = dict(zip(("strides", "pads_begin", "pads_end", "dilations", "auto_pad", "output_padding",
                          "groups", "data_format", "weights_format"), values))
-    cp = _plan.plan_call("ConvTranspose", names, [x, *arrays], keywords)
+    made = dict(key=key, stamp=_stamp(sources), out_shape=out_shape, out_strides=out_strides, axes=axes,
+                dtype=dtype, stock_format=stock)
+    posts = [] if post is None else [post]
+    cp = None if call.empty else _plan.plan_call("ConvTranspose", ("src", "weights", "bias")[:1 + len(arrays)],
+                                                 [x, *arrays], keywords)
+    if cp is None:  # an empty batch: an empty result, nothing to compute
+        return _Packed(**made, fused=lambda x, target: None)
     native = cp.native
     if native.lowering != "native" or native.crop or native.unreached:
-        return None
-    out_shape = tuple(call.out_shape)
+        # The package lowers this geometry (or the batch is empty): its fused call, on
+        # the weights folded once.
+        post_ops = [_post.PostOp(kind, tuple(attrs.items())) for kind, attrs in posts]
+        return _Packed(**made, fused=lambda x, target: _ops.conv_transpose(
+            x, *arrays, **keywords, post_ops=post_ops, out=target))
     out_meta_shape = out_shape if axes is None else tuple(out_shape[a] for a in axes)
     out_meta_strides = out_strides if axes is None else tuple(out_strides[a] for a in axes)
     name = _arrays.dtype_name(x.dtype)
@@ -426,17 +559,15 @@ def _pack(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
     busy = key[-2]
     if busy and not threads:
         threads = busy
-    post = [] if epilogue.act is None else [post_of(epilogue.act)]
     in_f32 = name in _arrays.LOW_PRECISION and _kernels.runs_in_f32(
         "ConvTranspose", native.attrs, name, [x.shape] + [a.shape for a in arrays], out_meta_shape,
         cp.size.flops)
     constants = {i + 1: a for i, a in enumerate(arrays)}
     op = _as_f32.ChainOp("ConvTranspose", native.attrs, name, [_compiled.meta(x)] + [_compiled.meta(a) for a in arrays],
                          (out_meta_shape, out_meta_strides), constants, threads=threads,
-                         reason="inference: weights packed once" + (", its epilogue fused" if post else ""),
-                         posts=[p for p in post if p is not None], in_f32=in_f32)
-    return _Packed(key, _stamp(sources), op, tuple(op.constants[i] for i in sorted(op.constants)),
-                   out_shape, out_strides, axes, dtype, stock)
+                         reason="inference: weights packed once" + (", its epilogue fused" if posts else ""),
+                         posts=posts, in_f32=in_f32)
+    return _Packed(**made, op=op)
 
 
 def __dir__() -> list[str]:

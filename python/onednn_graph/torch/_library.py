@@ -162,12 +162,43 @@ def bias_grad(grad_output: torch.Tensor) -> torch.Tensor:
     return _native.bias_grad(grad_output)
 
 
+@_custom_op("conv_transpose_inference")
+def conv_transpose_inference(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                             bn_weight: Optional[torch.Tensor], bn_bias: Optional[torch.Tensor],
+                             bn_mean: Optional[torch.Tensor], bn_var: Optional[torch.Tensor],
+                             bn_count: Optional[torch.Tensor], bn_eps: float, post: str, post_names: str,
+                             post_values: List[float], stride: List[int], padding: List[int],
+                             output_padding: List[int], dilation: List[int],
+                             groups: int) -> torch.Tensor:
+    """A converted layer's inference in eval (``convert(model, inference=True)``) as
+    torch.compile's graph holds it: ConvTranspose (IOX weights, torch.nn's attributes) in
+    its input's dtype, an eval BatchNorm folded into its weights and bias (``bn_mean``
+    None: none; ``bn_count`` its num_batches_tracked, whose version says a train-mode pass
+    moved the statistics), then the oneDNN post-op `post` ("": none) with its attributes (names
+    comma-separated: a schema has no list of strings, values in that order), one
+    partition with the folded weights packed once (``_inference.run_registered``). Not
+    differentiable: the layer takes it only where nothing records gradients."""
+    from . import _inference  # (it registers its layers' ops through this module)
+    norm = None if bn_mean is None or bn_var is None else _inference.Norm(
+        bn_weight, bn_bias, bn_mean, bn_var, bn_eps, bn_count)
+    return _inference.run_registered(
+        input, weight, bias, norm, (post, dict(zip(post_names.split(","), post_values))) if post else None,
+        _inference.Geometry(tuple(stride), tuple(padding), tuple(output_padding), tuple(dilation), groups))
+
+
 # --- shapes without running anything (torch.compile, torch.export) --------------------
 
 @conv_transpose.register_fake
 def _(input, weight, bias, stride, pads_begin, pads_end, output_padding, dilation, groups):  # type: ignore[no-untyped-def]
     return _native.empty(conv_transpose_shape(input, weight, stride, pads_begin, pads_end, output_padding,
                                         dilation, groups), input, input, weight)
+
+
+@conv_transpose_inference.register_fake
+def _(input, weight, bias, bn_weight, bn_bias, bn_mean, bn_var, bn_count, bn_eps, post, post_names, post_values,  # type: ignore[no-untyped-def]
+      stride, padding, output_padding, dilation, groups):
+    return _native.empty(conv_transpose_shape(input, weight, stride, padding, padding, output_padding,
+                                              dilation, groups), input, input, weight)
 
 
 @conv_transpose_backward_data.register_fake
