@@ -266,7 +266,7 @@ class Norm(NamedTuple):
     eps: float
     # num_batches_tracked: a train-mode pass writes the statistics in its kernel with no
     # version change, and counts this up in Python (a version change); None: not tracked
-    count: Optional[torch.Tensor] = None
+    tracked: Optional[torch.Tensor] = None
 
 
 def norm_of(bn: Optional[torch.nn.Module]) -> Optional[Norm]:
@@ -475,10 +475,12 @@ def _compiled_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilog
     if torch.is_autocast_enabled("cpu") and input.dtype == torch.float32:
         input = input.to(torch.get_autocast_dtype("cpu"))
     norm = norm_of(epilogue.bn)
-    post = ("", {}) if epilogue.act is None else post_of(epilogue.act)
+    post = None if epilogue.act is None else post_of(epilogue.act)
+    if post is None:  # (an epilogue's activation always has one: ``find`` takes only those)
+        post = ("", {})
     g = geometry_of(layer)
-    return torch.ops.onednn_graph.conv_transpose_inference(
-        input, layer.weight, layer.bias, *((None,) * 5 if norm is None else norm[:4] + (norm.count,)),
+    return conv_transpose_inference(
+        input, layer.weight, layer.bias, *((None,) * 5 if norm is None else norm[:4] + (norm.tracked,)),
         0.0 if norm is None else norm.eps, post[0], ",".join(post[1]), list(post[1].values()),
         list(g.stride), list(g.padding), list(g.output_padding), list(g.dilation), g.groups)
 
@@ -488,7 +490,7 @@ def run_registered(input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
                    geometry: Geometry) -> torch.Tensor:
     """``conv_transpose_inference``'s implementation: packed once per weight (its other
     tensors' stamps and the call's key checked on every call, as a layer's are)."""
-    sources = [t for t in (weight, bias) + (() if norm is None else norm[:4] + (norm.count,))
+    sources = [t for t in (weight, bias) + (() if norm is None else norm[:4] + (norm.tracked,))
                if t is not None]
     key = (input.shape, input.dtype, input.stride(), geometry, norm is not None and norm.eps,
            post) + _compiled.call_threads()
@@ -502,6 +504,41 @@ def run_registered(input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
                             f"on {input.device}")
         _keep(_packed_by_weight, weight, packed)
     return packed.run(input)
+
+
+@_library.custom_op("conv_transpose_inference", schema=(
+    "(Tensor input, Tensor weight, Tensor? bias, Tensor? bn_weight, Tensor? bn_bias, "
+    "Tensor? bn_mean, Tensor? bn_var, Tensor? bn_tracked, float bn_eps, str post, str post_names, "
+    "float[] post_values, int[] stride, int[] padding, int[] output_padding, int[] dilation, "
+    "int groups) -> Tensor"))
+def conv_transpose_inference(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                             bn_weight: Optional[torch.Tensor], bn_bias: Optional[torch.Tensor],
+                             bn_mean: Optional[torch.Tensor], bn_var: Optional[torch.Tensor],
+                             bn_tracked: Optional[torch.Tensor], bn_eps: float, post: str,
+                             post_names: str, post_values: list, stride: list, padding: list,
+                             output_padding: list, dilation: list, groups: int) -> torch.Tensor:
+    """A converted layer's inference in eval as torch.compile's graph holds it
+    (``torch.ops.onednn_graph.conv_transpose_inference``): ConvTranspose (IOX weights,
+    torch.nn's attributes) in its input's dtype, an eval BatchNorm folded into its weights
+    and bias (``bn_mean`` None: none; ``bn_tracked`` its num_batches_tracked), then the
+    oneDNN post-op `post` ("": none) with its attributes (names comma-separated: a schema
+    has no list of strings; values in that order), with the folded weights packed once
+    (``run_registered``). Not differentiable: the layer takes it only where nothing
+    records gradients."""
+    norm = None if bn_mean is None or bn_var is None else Norm(bn_weight, bn_bias, bn_mean, bn_var,
+                                                               bn_eps, bn_tracked)
+    return run_registered(input, weight, bias, norm,
+                          (post, dict(zip(post_names.split(","), post_values))) if post else None,
+                          Geometry(tuple(stride), tuple(padding), tuple(output_padding), tuple(dilation),
+                                   groups))
+
+
+@conv_transpose_inference.register_fake
+def _(input, weight, bias, bn_weight, bn_bias, bn_mean, bn_var, bn_tracked, bn_eps, post,  # type: ignore[no-untyped-def]
+      post_names, post_values, stride, padding, output_padding, dilation, groups):
+    return _native.empty(_native.conv_transpose_shape(input, weight, stride, padding, padding,
+                                                      output_padding, dilation, groups),
+                         input, input, weight)
 
 
 def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],

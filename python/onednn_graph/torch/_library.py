@@ -39,14 +39,14 @@ from ._native import conv_transpose_shape, memory_format
 _IMPLEMENTATIONS: dict = {}  # each custom op -> the function it registers
 
 
-def _custom_op(name: str) -> Callable[[Callable[..., torch.Tensor]], Any]:
+def custom_op(name: str, schema: Optional[str] = None) -> Callable[[Callable[..., torch.Tensor]], Any]:
     """``torch.library.custom_op("onednn_graph::<name>")``, its function kept for
-    ``_call``."""
+    ``_call``; its schema read from the function's annotations, or `schema`."""
     def register(fn: Callable[..., torch.Tensor]) -> Any:
         # CPU kernels (a meta or fake tensor gets the fake implementation; another device
         # is refused by the dispatcher, naming the device)
         op = torch.library.custom_op(f"onednn_graph::{name}", mutates_args=(),
-                                     device_types="cpu")(fn)
+                                     device_types="cpu", schema=schema)(fn)
         _IMPLEMENTATIONS[op] = fn
         return op
     return register
@@ -112,7 +112,7 @@ def _call(op: Any, eager: bool, *args: Any) -> torch.Tensor:
     return _IMPLEMENTATIONS[op](*args) if eager else op(*args)
 
 
-@_custom_op("conv_transpose")
+@custom_op("conv_transpose")
 def conv_transpose(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                    stride: List[int], pads_begin: List[int], pads_end: List[int],
                    output_padding: List[int], dilation: List[int], groups: int) -> torch.Tensor:
@@ -121,7 +121,7 @@ def conv_transpose(input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
                                   output_padding, dilation, groups)
 
 
-@_custom_op("conv_transpose_backward_data")
+@custom_op("conv_transpose_backward_data")
 def conv_transpose_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
                                  input_size: List[int], stride: List[int], pads_begin: List[int],
                                  pads_end: List[int], output_padding: List[int],
@@ -132,7 +132,7 @@ def conv_transpose_backward_data(grad_output: torch.Tensor, weight: torch.Tensor
                                                 groups)
 
 
-@_custom_op("conv_transpose_backward_weights")
+@custom_op("conv_transpose_backward_weights")
 def conv_transpose_backward_weights(input: torch.Tensor, grad_output: torch.Tensor,
                                     weight_size: List[int], stride: List[int],
                                     pads_begin: List[int], pads_end: List[int],
@@ -145,7 +145,7 @@ def conv_transpose_backward_weights(input: torch.Tensor, grad_output: torch.Tens
                                                    dilation, groups)
 
 
-@_custom_op("convolution_backward_data")
+@custom_op("convolution_backward_data")
 def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
                               input_size: List[int], stride: List[int], pads_begin: List[int],
                               pads_end: List[int], dilation: List[int],
@@ -156,34 +156,10 @@ def convolution_backward_data(grad_output: torch.Tensor, weight: torch.Tensor,
                                              pads_begin, pads_end, dilation, groups)
 
 
-@_custom_op("bias_grad")
+@custom_op("bias_grad")
 def bias_grad(grad_output: torch.Tensor) -> torch.Tensor:
     """The gradient of a bias added along axis 1: the sum of `grad_output` over the other axes."""
     return _native.bias_grad(grad_output)
-
-
-@_custom_op("conv_transpose_inference")
-def conv_transpose_inference(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
-                             bn_weight: Optional[torch.Tensor], bn_bias: Optional[torch.Tensor],
-                             bn_mean: Optional[torch.Tensor], bn_var: Optional[torch.Tensor],
-                             bn_count: Optional[torch.Tensor], bn_eps: float, post: str, post_names: str,
-                             post_values: List[float], stride: List[int], padding: List[int],
-                             output_padding: List[int], dilation: List[int],
-                             groups: int) -> torch.Tensor:
-    """A converted layer's inference in eval (``convert(model, inference=True)``) as
-    torch.compile's graph holds it: ConvTranspose (IOX weights, torch.nn's attributes) in
-    its input's dtype, an eval BatchNorm folded into its weights and bias (``bn_mean``
-    None: none; ``bn_count`` its num_batches_tracked, whose version says a train-mode pass
-    moved the statistics), then the oneDNN post-op `post` ("": none) with its attributes (names
-    comma-separated: a schema has no list of strings, values in that order), one
-    partition with the folded weights packed once (``_inference.run_registered``). Not
-    differentiable: the layer takes it only where nothing records gradients."""
-    from . import _inference  # (it registers its layers' ops through this module)
-    norm = None if bn_mean is None or bn_var is None else _inference.Norm(
-        bn_weight, bn_bias, bn_mean, bn_var, bn_eps, bn_count)
-    return _inference.run_registered(
-        input, weight, bias, norm, (post, dict(zip(post_names.split(","), post_values))) if post else None,
-        _inference.Geometry(tuple(stride), tuple(padding), tuple(output_padding), tuple(dilation), groups))
 
 
 # --- shapes without running anything (torch.compile, torch.export) --------------------
@@ -192,13 +168,6 @@ def conv_transpose_inference(input: torch.Tensor, weight: torch.Tensor, bias: Op
 def _(input, weight, bias, stride, pads_begin, pads_end, output_padding, dilation, groups):  # type: ignore[no-untyped-def]
     return _native.empty(conv_transpose_shape(input, weight, stride, pads_begin, pads_end, output_padding,
                                         dilation, groups), input, input, weight)
-
-
-@conv_transpose_inference.register_fake
-def _(input, weight, bias, bn_weight, bn_bias, bn_mean, bn_var, bn_count, bn_eps, post, post_names, post_values,  # type: ignore[no-untyped-def]
-      stride, padding, output_padding, dilation, groups):
-    return _native.empty(conv_transpose_shape(input, weight, stride, padding, padding, output_padding,
-                                              dilation, groups), input, input, weight)
 
 
 @conv_transpose_backward_data.register_fake
