@@ -295,7 +295,7 @@ def _counting(monkeypatch):
     real = _inference.run_registered
 
     def counted(*args):
-        calls.append(args[-1])
+        calls.append(args)
         return real(*args)
 
     monkeypatch.setattr(_inference, "run_registered", counted)
@@ -358,3 +358,21 @@ def test_compiled_bf16_autocast_inference():
         got, want = torch.compile(model)(z), stock(z)
     assert got.dtype == want.dtype
     assert _close(got, want, tol=3e-2)
+
+
+@COMPILE_WARNINGS
+@pytest.mark.parametrize("channels_last", [False, True], ids=["NCHW", "channels-last"])
+def test_compiled_layers_hand_channels_last_on_and_return_stocks_layout(channels_last, monkeypatch):
+    """Compiled as eager: a layer feeding another writes channels-last for it, and the
+    model's result has the stock model's strides, for either input layout."""
+    stock, model = _pair()
+    calls = _counting(monkeypatch)
+    z = torch.randn(2, 16, 3, 3)
+    if channels_last:
+        z = z.contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        got, want = torch.compile(model, fullgraph=True)(z), stock(z)
+    assert _close(got, want)
+    assert got.stride() == want.stride()
+    assert [layout for *_, layout in calls] == [_inference.LAYOUT_CHANNELS_LAST] * 2 + [
+        _inference.LAYOUT_STOCK if channels_last else _inference.LAYOUT_HANDED]

@@ -31,6 +31,12 @@ without a version change: ``num_batches_tracked``'s version says it. PyTorch its
 not track writes through ``param.data`` (``.data.copy_``, ``.data.clamp_``: no version
 counter sees them), so after such a write call ``refresh(model)``. A call that records gradients (``requires_grad`` parameters outside
 ``no_grad``) folds with differentiable torch ops and packs nothing.
+
+Under ``torch.compile`` the layer with its epilogue is one registered op,
+``conv_transpose_inference``, whose implementation packs as eager does, per weight
+(``run_registered``); its result's layout (channels-last for a next layer, stock
+otherwise) is settled while the graph is traced (``_compiled_call``), so that the fake
+implementation gives the same strides.
 """
 
 from __future__ import annotations
@@ -474,6 +480,17 @@ def _compiled_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilog
     tensors, in autocast's dtype where the region casts (the op computes in its input's)."""
     if torch.is_autocast_enabled("cpu") and input.dtype == torch.float32:
         input = input.to(torch.get_autocast_dtype("cpu"))
+    # The layout, settled while torch.compile traces (a Python dict it replays as a side
+    # effect): channels-last for the next layer as eager hands it; that layer then writes
+    # what stock gives it. (Fake tensors have no weak references for eager's check.)
+    handed = _handed_in_trace.pop(id(layer), None)
+    if epilogue.next_layer is not None:
+        stock = handed if handed is not None else \
+            LAYOUT_HANDED if _native.memory_format(input, layer.weight) == torch.contiguous_format else LAYOUT_STOCK
+        _handed_in_trace[id(epilogue.next_layer)] = stock
+        layout = LAYOUT_CHANNELS_LAST
+    else:
+        layout = LAYOUT_STOCK if handed is None else handed
     norm = norm_of(epilogue.bn)
     post = None if epilogue.act is None else post_of(epilogue.act)
     if post is None:  # (an epilogue's activation always has one: ``find`` takes only those)
@@ -482,21 +499,30 @@ def _compiled_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilog
     return conv_transpose_inference(
         input, layer.weight, layer.bias, *((None,) * 5 if norm is None else norm[:4] + (norm.tracked,)),
         0.0 if norm is None else norm.eps, post[0], ",".join(post[1]), list(post[1].values()),
-        list(g.stride), list(g.padding), list(g.output_padding), list(g.dilation), g.groups)
+        list(g.stride), list(g.padding), list(g.output_padding), list(g.dilation), g.groups, layout)
+
+
+#: ``conv_transpose_inference``'s layouts: PyTorch's rule on (input, weight), as the stock
+#: layer writes; channels-last (for the next layer, where it has the format); PyTorch's rule
+#: on the weight alone (a layer handed channels-last data whose stock form is contiguous).
+LAYOUT_STOCK, LAYOUT_CHANNELS_LAST, LAYOUT_HANDED = 0, 1, 2
+_handed_in_trace: dict[int, int] = {}  # id(layer) -> its layout, while torch.compile traces
 
 
 def run_registered(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                    norm: Optional[Norm], post: Optional[tuple[str, dict[str, float]]],
-                   geometry: Geometry) -> torch.Tensor:
+                   geometry: Geometry, layout: int = LAYOUT_STOCK) -> torch.Tensor:
     """``conv_transpose_inference``'s implementation: packed once per weight (its other
     tensors' stamps and the call's key checked on every call, as a layer's are)."""
     sources = [t for t in (weight, bias) + (() if norm is None else norm[:4] + (norm.tracked,))
                if t is not None]
     key = (input.shape, input.dtype, input.stride(), geometry, norm is not None and norm.eps,
-           post) + _compiled.call_threads()
+           post, layout) + _compiled.call_threads()
     packed = _kept(_packed_by_weight, weight)
     if packed is None or packed.key != key or not _same(packed.stamp, sources):
-        packed = _pack(geometry, input, weight, bias, norm, post, key, sources, None, None, False)
+        packed = _pack(geometry, input, weight, bias, norm, post, key, sources, None,
+                       torch.contiguous_format if layout == LAYOUT_HANDED else None,
+                       layout == LAYOUT_CHANNELS_LAST)
         if packed is None:
             raise TypeError("conv_transpose_inference: input must be a batch of "
                             f"{len(weight.shape) - 2}-D data of a dtype oneDNN computes (float32, "
@@ -510,35 +536,37 @@ def run_registered(input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
     "(Tensor input, Tensor weight, Tensor? bias, Tensor? bn_weight, Tensor? bn_bias, "
     "Tensor? bn_mean, Tensor? bn_var, Tensor? bn_tracked, float bn_eps, str post, str post_names, "
     "float[] post_values, int[] stride, int[] padding, int[] output_padding, int[] dilation, "
-    "int groups) -> Tensor"))
+    "int groups, int layout) -> Tensor"))
 def conv_transpose_inference(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                              bn_weight: Optional[torch.Tensor], bn_bias: Optional[torch.Tensor],
                              bn_mean: Optional[torch.Tensor], bn_var: Optional[torch.Tensor],
                              bn_tracked: Optional[torch.Tensor], bn_eps: float, post: str,
                              post_names: str, post_values: list, stride: list, padding: list,
-                             output_padding: list, dilation: list, groups: int) -> torch.Tensor:
+                             output_padding: list, dilation: list, groups: int, layout: int) -> torch.Tensor:
     """A converted layer's inference in eval as torch.compile's graph holds it
     (``torch.ops.onednn_graph.conv_transpose_inference``): ConvTranspose (IOX weights,
     torch.nn's attributes) in its input's dtype, an eval BatchNorm folded into its weights
     and bias (``bn_mean`` None: none; ``bn_tracked`` its num_batches_tracked), then the
     oneDNN post-op `post` ("": none) with its attributes (names comma-separated: a schema
     has no list of strings; values in that order), with the folded weights packed once
-    (``run_registered``). Not differentiable: the layer takes it only where nothing
+    (``run_registered``), its result in `layout` (``LAYOUT_*``). Not differentiable: the layer takes it only where nothing
     records gradients."""
     norm = None if bn_mean is None or bn_var is None else Norm(bn_weight, bn_bias, bn_mean, bn_var,
                                                                bn_eps, bn_tracked)
     return run_registered(input, weight, bias, norm,
                           (post, dict(zip(post_names.split(","), post_values))) if post else None,
                           Geometry(tuple(stride), tuple(padding), tuple(output_padding), tuple(dilation),
-                                   groups))
+                                   groups), layout)
 
 
 @conv_transpose_inference.register_fake
 def _(input, weight, bias, bn_weight, bn_bias, bn_mean, bn_var, bn_tracked, bn_eps, post,  # type: ignore[no-untyped-def]
-      post_names, post_values, stride, padding, output_padding, dilation, groups):
-    return _native.empty(_native.conv_transpose_shape(input, weight, stride, padding, padding,
-                                                      output_padding, dilation, groups),
-                         input, input, weight)
+      post_names, post_values, stride, padding, output_padding, dilation, groups, layout):
+    shape = _native.conv_transpose_shape(input, weight, stride, padding, padding, output_padding,
+                                         dilation, groups)
+    if layout == LAYOUT_CHANNELS_LAST and input.dim() in _native._CHANNELS_LAST:
+        return input.new_empty_strided(shape, _native.dense_strides(shape, _native._CHANNELS_LAST[input.dim()]))
+    return _native.empty(shape, input, *((weight,) if layout == LAYOUT_HANDED else (input, weight)))
 
 
 def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
