@@ -376,3 +376,22 @@ def test_compiled_layers_hand_channels_last_on_and_return_stocks_layout(channels
     assert got.stride() == want.stride()
     assert [layout for *_, layout in calls] == [_inference.LAYOUT_CHANNELS_LAST] * 2 + [
         _inference.LAYOUT_STOCK if channels_last else _inference.LAYOUT_HANDED]
+
+
+def test_bf16_autocast_where_the_epilogue_runs_after_the_kernel():
+    """A 1x1 input at stride 1 runs on oneDNN's jit kernel, whose bf16 epilogue the package
+    runs apart in f32 (between casts): the folded bias, a constant, is cast and viewed
+    over the channels once (this failed an assertion: the DCGAN generator's first layer)."""
+    torch.manual_seed(0)
+    stock = torch.nn.Sequential(torch.nn.ConvTranspose2d(100, 512, 4, 1, 0, bias=False),
+                                torch.nn.BatchNorm2d(512), torch.nn.ReLU()).eval()
+    with torch.no_grad():
+        stock[1].running_mean.uniform_(-0.5, 0.5)
+    model = ot.convert(stock, inference=True)
+    z = torch.randn(4, 100, 1, 1)
+    with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16):
+        for _ in range(2):  # packs, then runs packed
+            got = model(z)
+        want = stock(z)
+    assert got.dtype == want.dtype == torch.bfloat16
+    assert _close(got, want, tol=3e-2)

@@ -204,6 +204,9 @@ class Chain:
                 self.fixed.update(zip(out_ids, results))
                 continue
             self.steps.append((runner, in_ids, out_ids))
+        for view, (source, shape) in self.views.items():  # a view of a constant's cast: once too
+            if source in self.fixed and view not in self.fixed:
+                self.fixed[view] = self.fixed[source].reshape(shape)
         self.layouts = known  # every tensor's compiled logical tensor
         for value in self.split.kept_apart if self.split else []:
             self._in_place(value.id)
