@@ -289,6 +289,9 @@ def measure_inference(build: Callable[[], Built], autocast: bool, rounds: int, c
     ``torch.inference_mode``: the stock model and ``convert(model, inference=True)``, eager
     and (`compiled`) under ``torch.compile``."""
     torch.manual_seed(0)
+    # Each model compiled afresh: Dynamo counts recompilations per code object across
+    # models (nn.Module's call wrapper among them) and past its limit runs them eagerly.
+    torch._dynamo.reset()
     stock, inputs, _ = build()
     stock.eval()
     models = {"stock": stock, "converted": ot.convert(stock, inference=True)}

@@ -233,6 +233,7 @@ def test_revert_copy_and_pickle():
     z = torch.randn(2, 16, 1, 1)
     with torch.no_grad():
         want = stock(z)
+        model(z)  # packed and handed on: what a layer keeps of a call must pickle
         for m in (copy.deepcopy(model), torch.load(_saved(model), weights_only=False)):
             assert _close(m(z), want)
             assert "BatchNorm2d folded" in ot.report(m)[0].why
@@ -395,3 +396,38 @@ def test_bf16_autocast_where_the_epilogue_runs_after_the_kernel():
         want = stock(z)
     assert got.dtype == want.dtype == torch.bfloat16
     assert _close(got, want, tol=3e-2)
+
+
+def _mask_head():
+    """torchvision's Mask R-CNN mask predictor's structure: ConvTranspose2d, ReLU, and
+    torch.nn's 1x1 Conv2d, which the layer hands its result channels-last."""
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.ConvTranspose2d(32, 32, 2, 2), torch.nn.ReLU(),
+                               torch.nn.Conv2d(32, 7, 1)).eval()
+
+
+@COMPILE_WARNINGS
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["NCHW", "channels-last"])
+def test_a_torch_convolution_after_the_layer_reads_channels_last(compiled, channels_last):
+    """The convolution gets the layer's result channels-last and gives its own result the
+    layout the stock model's has; training mode and revert give the stock behaviour back."""
+    stock = _mask_head()
+    model = ot.convert(stock, inference=True)
+    assert "channels-last for the next layer" in ot.report(model)[0].why
+    z = torch.randn(3, 32, 5, 5)
+    if channels_last:
+        z = z.contiguous(memory_format=torch.channels_last)
+    run = torch.compile(model, fullgraph=True) if compiled else model
+    with torch.inference_mode():
+        for _ in range(2):
+            got = run(z)
+        want = stock(z)
+    assert _close(got, want)
+    assert got.stride() == want.stride()
+    model.train()
+    assert _close(model(z), stock.train()(z))
+    back = ot.revert(model.eval())
+    assert type(back[2]) is torch.nn.Conv2d
+    with torch.no_grad():
+        assert _close(back(z), stock.eval()(z))

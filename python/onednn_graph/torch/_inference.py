@@ -57,13 +57,16 @@ __all__ = ["Epilogue", "find", "enable", "disable", "refresh", "forward", "descr
 
 _TRANSPOSED = (torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
 _NORMS = {1: torch.nn.BatchNorm1d, 2: torch.nn.BatchNorm2d, 3: torch.nn.BatchNorm3d}
+#: torch.nn's convolutions a layer hands channels-last data to (1-D data has no such layout).
+_CONVS = {2: torch.nn.Conv2d, 3: torch.nn.Conv3d}
 
 
 class Epilogue(NamedTuple):
     """What a converted layer computes after its op in eval: the BatchNorm folded into it
-    and the activation fused as its post-op (None: none); and the transposed convolution
-    that alone reads what it writes (None: none), for which it writes it channels-last (the
-    layout both kernels read and write: no reorder between them)."""
+    and the activation fused as its post-op (None: none); and the transposed convolution,
+    or torch.nn's 2-D or 3-D convolution, that alone reads what it writes (None: none), for
+    which it writes it channels-last (the layout both kernels read and write: no reorder
+    between them; such a convolution gives its result the stock layout: ``_restoring_forward``)."""
 
     bn: Optional[torch.nn.Module]
     act: Optional[torch.nn.Module]
@@ -164,7 +167,13 @@ def _epilogue(conv: torch.nn.Module, after: list[Any], once: set[int]) -> Epilog
         bn, rest = rest[0], rest[1:]
     if rest[:1] and rest[0] is not None and post_of(rest[0]) is not None:
         act, rest = rest[0], rest[1:]
-    return Epilogue(bn, act, rest[0] if rest[:1] and isinstance(rest[0], _TRANSPOSED) else None)
+    return Epilogue(bn, act, rest[0] if rest[:1] and _reads_channels_last(rest[0], conv) else None)
+
+
+def _reads_channels_last(m: Any, conv: torch.nn.Module) -> bool:
+    """Whether module `m`, reading `conv`'s result, computes it in channels-last in place:
+    a transposed convolution, or torch.nn's own 2-D or 3-D convolution."""
+    return isinstance(m, _TRANSPOSED) or _unfolded(type(m)) is _CONVS.get(len(conv.kernel_size))
 
 
 # --- the folded modules -----------------------------------------------------------------
@@ -187,14 +196,32 @@ def _folded_forward(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
     return super(type(self), self).forward(*args, **kwargs)
 
 
+def _restoring_forward(self: torch.nn.Module, input: torch.Tensor) -> torch.Tensor:
+    out = super(type(self), self).forward(input)
+    layer = self.__dict__.get(_FOLDED)
+    epilogue = None if layer is None else layer.__dict__.get(_EPILOGUE)
+    if epilogue is None or not _applied(layer, epilogue):
+        return out
+    # The layout stock gives: PyTorch's rule on the stock input's and the weight's
+    if torch.compiler.is_compiling():
+        contiguous = _handed_in_trace.pop(id(self), None) == LAYOUT_HANDED
+    else:
+        handed = _handed.get(self)
+        contiguous = handed is not None and handed[0]() is input and handed[1] == torch.contiguous_format
+    return out.contiguous(memory_format=_native.memory_format(self.weight)) if contiguous else out
+
+
 def folded(cls: type) -> type:
     """`cls` (a BatchNorm or an activation) with a forward that returns its input where the
-    layer it is folded into applies it; pickled as `cls` plus the swap."""
+    layer it is folded into applies it, or (torch.nn's convolution, which that layer hands
+    channels-last data) one that gives its result the layout the stock model has; pickled
+    as `cls` plus the swap."""
     made = _folded_classes.get(cls)
     if made is None:
+        forward = _restoring_forward if cls in _CONVS.values() else _folded_forward
         made = _folded_classes[cls] = type(cls.__name__, (cls,), {
             "__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
-            "forward": _folded_forward, "_onednn_unfolded": cls, "__reduce_ex__": _reduce_ex})
+            "forward": forward, "_onednn_unfolded": cls, "__reduce_ex__": _reduce_ex})
     return made
 
 
@@ -214,7 +241,7 @@ def _rebuild(cls: type) -> torch.nn.Module:
 def enable(layer: torch.nn.Module, epilogue: Epilogue) -> None:
     """Give converted `layer` its epilogue (``forward`` runs it in eval)."""
     disable(layer)
-    for m in (epilogue.bn, epilogue.act):
+    for m in (epilogue.bn, epilogue.act, _stock_conv(epilogue)):
         if m is not None:
             m.__class__ = folded(_unfolded(type(m)))
             m.__dict__[_FOLDED] = layer
@@ -224,11 +251,18 @@ def enable(layer: torch.nn.Module, epilogue: Epilogue) -> None:
 def disable(layer: torch.nn.Module) -> None:
     """Undo ``enable``: the layer and its folded modules back to their own forward."""
     epilogue = layer.__dict__.pop(_EPILOGUE, None)
-    for m in (epilogue.bn, epilogue.act) if epilogue is not None else ():
+    for m in (epilogue.bn, epilogue.act, _stock_conv(epilogue)) if epilogue is not None else ():
         if m is not None:
             m.__class__ = _unfolded(type(m))
             m.__dict__.pop(_FOLDED, None)
+            _handed.pop(m, None)
     _packed.pop(id(layer), None)
+
+
+def _stock_conv(epilogue: Epilogue) -> Optional[torch.nn.Module]:
+    """The epilogue's next layer where it is torch.nn's convolution (not a transposed one)."""
+    m = epilogue.next_layer
+    return None if m is None or isinstance(m, _TRANSPOSED) else m
 
 
 def epilogue_of(layer: torch.nn.Module) -> Optional[Epilogue]:
@@ -425,7 +459,7 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
     autocast = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
     # The input's memory format as the stock model has it: another layer writes its result
     # channels-last for this one (Epilogue.next_layer), where stock writes it as its rule says.
-    handed = layer.__dict__.get(_HANDED)
+    handed = _handed.get(layer)
     stock_format = handed[1] if handed is not None and handed[0]() is input else None
     key = (input.shape, input.dtype, input.stride(), autocast, stock_format) + _compiled.call_threads()
     packed = _kept(_packed, layer)
@@ -439,13 +473,15 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
         _keep(_packed, layer, packed)
     out = packed.run(input if autocast is None or input.dtype == autocast else input.to(autocast))
     if epilogue.next_layer is not None:
-        epilogue.next_layer.__dict__[_HANDED] = (weakref.ref(out), packed.stock_format)
+        _handed[epilogue.next_layer] = (weakref.ref(out), packed.stock_format)
     return out
 
 
-#: On a layer that another hands its result to channels-last: (a weak reference to that
-#: result, the memory format the stock model gives it).
-_HANDED = "_onednn_handed"
+#: A layer that another hands its result to channels-last -> (a weak reference to that
+#: result, the memory format the stock model gives it). Beside the layer, not in it: a
+#: weak reference does not pickle.
+_handed: "weakref.WeakKeyDictionary[torch.nn.Module, tuple[Any, torch.memory_format]]" = \
+    weakref.WeakKeyDictionary()
 
 
 def _composed(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
