@@ -12,7 +12,8 @@
 //   3,200 page faults per call and 1.6-1.8x the OpenMP build's time (issue 20,
 //   Zen 4). The engine's allocator here keeps freed blocks, by size, for the
 //   next execution to reuse, up to 1 GiB in all, or the number of bytes in
-//   ONEDNN_GRAPH_SYCL_CACHE_BYTES (0: keep nothing, as the default allocator).
+//   ONEDNN_GRAPH_SYCL_CACHE_BYTES (0: keep nothing, as the default allocator);
+//   a new block that would not fit gives back the largest ones kept.
 //
 // A host allocator is refused on this runtime ("could not create allocator for
 // cpu"), so the allocator is the SYCL interop one and allocates USM, as oneDNN's
@@ -29,10 +30,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace onednn_graph {
 
@@ -63,6 +66,7 @@ struct BlockCache {
     std::mutex lock;
     std::multimap<std::pair<size_t, size_t>, void *> free_blocks; // (size, alignment) -> block
     std::map<void *, size_t> alignments;                         // every block the cache made
+    std::map<void *, sycl::context> owners;                      // and its context (one per engine)
     size_t cached_bytes = 0;
 };
 
@@ -87,12 +91,34 @@ void *allocate(size_t size, size_t alignment, const void *device, const void *co
             return p;
         }
     }
+    // Room for this block when it comes back, made now (where the execution allocates,
+    // not in the release oneDNN may make from the runtime's threads) by giving back the
+    // largest blocks kept: a cache full of sizes no execution asks for again (a
+    // 1024-channel layer's scratchpads) would otherwise send every later execution's
+    // scratchpad to fresh memory.
+    std::vector<std::pair<void *, sycl::context>> evicted;
+    {
+        std::lock_guard<std::mutex> guard(c.lock);
+        while (size <= cache_limit() && c.cached_bytes + size > cache_limit() && !c.free_blocks.empty()) {
+            auto largest = std::prev(c.free_blocks.end());
+            void *old = largest->second;
+            auto owner = c.owners.find(old);
+            evicted.emplace_back(old, owner->second);
+            c.owners.erase(owner);
+            c.cached_bytes -= largest->first.first;
+            c.alignments.erase(old);
+            c.free_blocks.erase(largest);
+        }
+        if (!evicted.empty()) count_cached(c.cached_bytes);
+    }
+    for (auto &[old, owner] : evicted) sycl::free(old, owner); // in the context that made it
     void *p = sycl::aligned_alloc_device(alignment, size, *static_cast<const sycl::device *>(device),
             *static_cast<const sycl::context *>(context));
     if (!p) return nullptr;
     {
         std::lock_guard<std::mutex> guard(c.lock);
         c.alignments[p] = alignment;
+        c.owners.emplace(p, *static_cast<const sycl::context *>(context));
     }
     count_allocation(p, size, true);
     return p;
@@ -114,7 +140,14 @@ void deallocate(void *p, const void *, const void *context, void *event) {
             count_cached(c.cached_bytes);
             return;
         }
-        if (known != c.alignments.end()) c.alignments.erase(known);
+        if (known != c.alignments.end()) {
+            c.alignments.erase(known);
+            auto owner = c.owners.find(p);
+            const sycl::context made_in = owner->second; // (a block may serve another engine)
+            c.owners.erase(owner);
+            sycl::free(p, made_in);
+            return;
+        }
     }
     sycl::free(p, *static_cast<const sycl::context *>(context));
 }

@@ -78,6 +78,43 @@ def test_a_repeated_call_takes_no_new_memory(rng):
     assert faults <= 20 * 10, f"{faults} page faults in 20 calls"
 
 
+_FILL_THEN_SMALL = """
+import numpy as np, onednn_graph as og
+from onednn_graph import _core
+rng = np.random.default_rng(0)
+big = dict(strides=2, pads_begin=1, pads_end=1, data_format="NCX", weights_format="IOX")
+x, w = rng.standard_normal((4, 1024, 8, 8), np.float32), rng.standard_normal((1024, 256, 4, 4), np.float32)
+for _ in range(2):
+    og.conv_transpose(x, w, **big)
+small = dict(strides=2, data_format="NCX", weights_format="IOX")
+x, w = rng.standard_normal((1, 64, 32, 32), np.float32), rng.standard_normal((64, 32, 2, 2), np.float32)
+out = og.conv_transpose(x, w, **small)
+for _ in range(3):
+    og.conv_transpose(x, w, **small, out=out)
+before = _core.onednn_allocations()
+for _ in range(20):
+    og.conv_transpose(x, w, **small, out=out)
+after = _core.onednn_allocations()
+print(before["cached"], after["fresh"] - before["fresh"])
+"""
+
+
+@pytest.mark.skipif(og.system.onednn_version().cpu_runtime != "sycl",
+                    reason="the block cache is the SYCL build's (OpenMP's engine allocates with malloc)")
+def test_a_full_block_cache_makes_room():
+    """SYCL build: where the kept blocks fill the cache (its limit set to what a wide
+    layer's executions leave), a later execution's freed scratchpad gives back the
+    largest kept blocks: its next executions reuse it (each took fresh memory before,
+    once a 1024-channel layer had run: test_a_repeated_call_takes_no_new_memory after
+    the wide-channel sweep)."""
+    run = lambda env: subprocess.run([sys.executable, "-c", _FILL_THEN_SMALL], capture_output=True,
+                                     text=True, env={**os.environ, **env}, timeout=300, check=True).stdout
+    cached = int(run({}).split()[0])
+    assert cached > 0
+    _, fresh = run({"ONEDNN_GRAPH_SYCL_CACHE_BYTES": str(cached - 1)}).split()  # full: no room
+    assert int(fresh) == 0
+
+
 @pytest.mark.parametrize("layout", ["strided", "any"])
 @pytest.mark.parametrize("prop", ["variable", "constant"])
 def test_logical_tensor_fields_round_trip(layout, prop):
