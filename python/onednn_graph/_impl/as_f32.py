@@ -169,10 +169,8 @@ class Chain:
         self.fixed: dict[int, np.ndarray] = {self.inputs[i].id: a for i, a in (constants or {}).items()}
         #: Inputs seen in another shape (a split op's bias): id -> (the input's id, shape).
         self.views = self.split.views if self.split else {}
-        for view, (source, shape) in self.views.items():
+        for view in self.views:
             known[view] = declared[view]
-            if source in self.fixed:
-                self.fixed[view] = self.fixed[source].reshape(shape)
         # (a CompiledPartition or a _core.Cast, input ids, output ids), in order.
         self.steps: list[tuple[Any, list[int], list[int]]] = []
         self.threads = 0
@@ -204,8 +202,8 @@ class Chain:
                 self.fixed.update(zip(out_ids, results))
                 continue
             self.steps.append((runner, in_ids, out_ids))
-        for view, (source, shape) in self.views.items():  # a view of a constant's cast: once too
-            if source in self.fixed and view not in self.fixed:
+        for view, (source, shape) in self.views.items():  # a view of a constant (or its cast): once
+            if source in self.fixed:
                 self.fixed[view] = self.fixed[source].reshape(shape)
         self.layouts = known  # every tensor's compiled logical tensor
         for value in self.split.kept_apart if self.split else []:

@@ -20,10 +20,10 @@ import numpy as np
 
 from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, batch_parts as _batch_parts, casts as _casts,
-               compiled as _compiled, kernels as _kernels, lowering as _lowering,
-               matmul_form as _matmul_form, packed_form as _packed_form, plan as _plan,
-               polyphase_form as _polyphase_form, epilogue_apart as _epilogue_apart, tuning as _tuning, tuning_db as _tuning_db,
-               unreached as _unreached)
+               compiled as _compiled, epilogue_apart as _epilogue_apart, kernels as _kernels,
+               lowering as _lowering, matmul_form as _matmul_form, packed_form as _packed_form,
+               plan as _plan, polyphase_form as _polyphase_form, tuning as _tuning,
+               tuning_db as _tuning_db, unreached as _unreached)
 from .arrays import dtype_name
 from ..errors import UnsupportedError
 

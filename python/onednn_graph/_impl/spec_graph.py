@@ -22,8 +22,8 @@ import numpy as np
 
 from .. import _core
 from . import (arrays as _arrays, as_f32 as _as_f32, attrs as _attrs, casts as _casts,
-               dataflow as _dataflow, json_format as _json_format, kept_apart as _kept_apart,
-               kernels as _kernels, registry as _registry, epilogue_apart as _epilogue_apart,
+               dataflow as _dataflow, epilogue_apart as _epilogue_apart, json_format as _json_format,
+               kept_apart as _kept_apart, kernels as _kernels, registry as _registry,
                version as _version)
 from .spec_op import Native, Op, check_list
 from ..errors import Error, UnsupportedError

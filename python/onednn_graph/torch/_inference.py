@@ -29,8 +29,9 @@ train-mode pass moving the running statistics); a parametrized weight is checked
 its originals. A train-mode pass writes BatchNorm's running statistics in its kernel,
 without a version change: ``num_batches_tracked``'s version says it. PyTorch itself does
 not track writes through ``param.data`` (``.data.copy_``, ``.data.clamp_``: no version
-counter sees them), so after such a write call ``refresh(model)``. A call that records gradients (``requires_grad`` parameters outside
-``no_grad``) folds with differentiable torch ops and packs nothing.
+counter sees them), so after such a write call ``refresh(model)``. A call that records
+gradients (``requires_grad`` parameters outside ``no_grad``) folds with differentiable
+torch ops and packs nothing.
 
 Under ``torch.compile`` the layer with its epilogue is one registered op,
 ``conv_transpose_inference``, whose implementation packs as eager does, per weight
@@ -183,15 +184,15 @@ _EPILOGUE = "_onednn_epilogue"   # on a layer: its Epilogue
 _folded_classes: dict[type, type] = {}
 
 
-def _applied(layer: torch.nn.Module, epilogue: Epilogue) -> bool:
-    """Whether `layer` applies its epilogue now: it and its BatchNorm are in eval."""
+def applied(layer: torch.nn.Module, epilogue: Epilogue) -> bool:
+    """Whether `layer` applies its epilogue now (``forward``): it and its BatchNorm are in eval."""
     return not layer.training and (epilogue.bn is None or not epilogue.bn.training)
 
 
 def _folded_forward(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
     layer = self.__dict__.get(_FOLDED)
     epilogue = None if layer is None else layer.__dict__.get(_EPILOGUE)
-    if epilogue is not None and _applied(layer, epilogue):
+    if epilogue is not None and applied(layer, epilogue):
         return args[0]  # the layer's result already holds this module's work
     return super(type(self), self).forward(*args, **kwargs)
 
@@ -200,7 +201,7 @@ def _restoring_forward(self: torch.nn.Module, input: torch.Tensor) -> torch.Tens
     out = super(type(self), self).forward(input)
     layer = self.__dict__.get(_FOLDED)
     epilogue = None if layer is None else layer.__dict__.get(_EPILOGUE)
-    if epilogue is None or not _applied(layer, epilogue):
+    if epilogue is None or not applied(layer, epilogue):
         return out
     # The layout stock gives: PyTorch's rule on the stock input's and the weight's
     if torch.compiler.is_compiling():
@@ -257,6 +258,8 @@ def disable(layer: torch.nn.Module) -> None:
             m.__dict__.pop(_FOLDED, None)
             _handed.pop(m, None)
     _packed.pop(id(layer), None)
+    for t in layer.parameters():  # what torch.compile's calls packed
+        _packed_by_weight.pop(id(t), None)
 
 
 def _stock_conv(epilogue: Epilogue) -> Optional[torch.nn.Module]:
@@ -439,11 +442,6 @@ os.register_at_fork(after_in_child=_packed.clear)
 os.register_at_fork(after_in_child=_packed_by_weight.clear)
 
 
-def applied(layer: torch.nn.Module, epilogue: Epilogue) -> bool:
-    """Whether `layer` runs its epilogue now (``forward``): it and its BatchNorm are in eval."""
-    return _applied(layer, epilogue)
-
-
 def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> torch.Tensor:
     """``layer(input)`` with its epilogue, in eval: packed where nothing records or traces
     the call, under torch.compile the registered ``conv_transpose_inference`` (which packs
@@ -452,7 +450,7 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
     # the packed call needs it only when it packs.
     sources = _sources(layer, epilogue)
     recorded = torch.is_grad_enabled() and (input.requires_grad or any(t.requires_grad for t in sources))
-    if type(input) not in (torch.Tensor, torch.nn.Parameter) or not _library.untraced(input) or recorded:
+    if recorded or not _library.untraced(input):  # (plain CPU tensors only, nothing tracing)
         if torch.compiler.is_compiling() and not recorded and _compiles_packed(layer, input):
             return _compiled_call(layer, input, epilogue)
         return _composed(layer, input, *_layer.weight_and_bias(layer), epilogue)
@@ -585,8 +583,8 @@ def conv_transpose_inference(input: torch.Tensor, weight: torch.Tensor, bias: Op
     and bias (``bn_mean`` None: none; ``bn_tracked`` its num_batches_tracked), then the
     oneDNN post-op `post` ("": none) with its attributes (names comma-separated: a schema
     has no list of strings; values in that order), with the folded weights packed once
-    (``run_registered``), its result in `layout` (``LAYOUT_*``). Not differentiable: the layer takes it only where nothing
-    records gradients."""
+    (``run_registered``), its result in `layout` (``LAYOUT_*``). Not differentiable: the
+    layer takes it only where nothing records gradients."""
     norm = None if bn_mean is None or bn_var is None else Norm(bn_weight, bn_bias, bn_mean, bn_var,
                                                                bn_eps, bn_tracked)
     return run_registered(input, weight, bias, norm,
@@ -596,8 +594,9 @@ def conv_transpose_inference(input: torch.Tensor, weight: torch.Tensor, bias: Op
 
 
 @conv_transpose_inference.register_fake
-def _(input, weight, bias, bn_weight, bn_bias, bn_mean, bn_var, bn_tracked, bn_eps, post,  # type: ignore[no-untyped-def]
-      post_names, post_values, stride, padding, output_padding, dilation, groups, layout):
+def _(input, weight, bias, bn_weight, bn_bias, bn_mean, bn_var,  # type: ignore[no-untyped-def]
+      bn_tracked, bn_eps, post, post_names, post_values, stride, padding, output_padding, dilation,
+      groups, layout):
     shape = _native.conv_transpose_shape(input, weight, stride, padding, padding, output_padding,
                                          dilation, groups)
     if layout == LAYOUT_CHANNELS_LAST and input.dim() in _native._CHANNELS_LAST:
@@ -648,8 +647,7 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
         return _Packed(**made, fused=lambda x, target: None)
     native = cp.native
     if native.lowering != "native" or native.crop or native.unreached:
-        # The package lowers this geometry (or the batch is empty): its fused call, on
-        # the weights folded once.
+        # The package lowers this geometry: its fused call, on the weights folded once.
         post_ops = [_post.PostOp(kind, tuple(attrs.items())) for kind, attrs in posts]
         return _Packed(**made, fused=lambda x, target: _ops.conv_transpose(
             x, *arrays, **keywords, post_ops=post_ops, out=target))

@@ -139,7 +139,7 @@ def forward_with(layer: Any, input: torch.Tensor, weight: torch.Tensor,
         raise _functional._torch_error(_functional._CT_NAMES[nsp], exc) from None
 
 
-_PLAIN = (torch.Tensor, torch.nn.Parameter)
+_PLAIN = _native._PLAIN  # (bound here: read on every call)
 #: What oneDNN computes; a layer whose input or weight is another dtype (float64, which
 #: ``model.double()`` and ``gradcheck`` give, complex) runs torch.nn's computation.
 _ONEDNN_DTYPES = (torch.float32, torch.bfloat16, torch.float16)

@@ -32,7 +32,7 @@ import torch
 
 from .. import shapes
 from . import _native
-from ._native import conv_transpose_shape, memory_format
+from ._native import _PLAIN, conv_transpose_shape, memory_format
 
 # --- the ops -------------------------------------------------------------------------
 
@@ -72,6 +72,8 @@ def untraced(*tensors: Optional[torch.Tensor]) -> bool:
 
 _jit_tracing = torch._C._get_tracing_state
 _dispatch_modes = torch._C._len_torch_dispatch_stack
+_function_modes = torch._C._is_torch_function_mode_enabled
+_functorch_level = torch._C._functorch.peek_interpreter_stack
 
 
 def jit_tracing() -> bool:
@@ -90,9 +92,6 @@ def traced_shapes(*tensors: Optional[torch.Tensor]) -> tuple:
         return tuple(None if t is None else torch.Size(tuple(t.shape)) for t in tensors)
     finally:
         torch._C._set_tracing_state(state)
-_function_modes = torch._C._is_torch_function_mode_enabled
-_functorch_level = torch._C._functorch.peek_interpreter_stack
-_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
 def _runs_eagerly(args: tuple) -> bool:
