@@ -54,7 +54,8 @@ from .._impl import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled
                      plan as _plan)
 from . import _layer, _library, _native, _routing, functional as _functional
 
-__all__ = ["Epilogue", "find", "enable", "disable", "refresh", "forward", "describe"]
+__all__ = ["Epilogue", "applied", "describe", "disable", "enable", "epilogue_of", "find", "forward",
+           "refresh"]
 
 _TRANSPOSED = (torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
 _NORMS = {1: torch.nn.BatchNorm1d, 2: torch.nn.BatchNorm2d, 3: torch.nn.BatchNorm3d}

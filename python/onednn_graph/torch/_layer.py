@@ -30,7 +30,7 @@ import torch
 
 from . import _eager, _library, _native, _processes, functional as _functional
 
-__all__ = ["forward", "torch_nn"]
+__all__ = ["forward", "forward_with", "torch_computes", "torch_nn", "weight_and_bias"]
 
 
 class _Plan:
@@ -97,9 +97,7 @@ def forward_with(layer: Any, input: torch.Tensor, weight: torch.Tensor,
     nsp = len(layer.kernel_size)
     if type(input) not in _PLAIN or input.dim() != nsp + 2 \
             or not _library.untraced(input, weight, bias):
-        if input.dtype not in _ONEDNN_DTYPES or weight.dtype not in _ONEDNN_DTYPES \
-                or not _processes.onednn_usable or not (input.is_cpu or input.is_meta) \
-                or not (weight.is_cpu or weight.is_meta):  # (another device: untraced says no)
+        if torch_computes(input, weight):
             return torch_nn(layer, input, weight, bias)
         return _functional._conv_transpose_nd(nsp, input, weight, bias, layer.stride,
                                               layer.padding, layer.output_padding, layer.groups,
@@ -145,6 +143,15 @@ _PLAIN = _native._PLAIN  # (bound here: read on every call)
 _ONEDNN_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _TORCH_FUNCTIONS = {1: torch.nn.functional.conv_transpose1d, 2: torch.nn.functional.conv_transpose2d,
                     3: torch.nn.functional.conv_transpose3d}
+
+
+def torch_computes(input: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether torch.nn computes a traced or other call on `input` and `weight` (``torch_nn``):
+    a dtype oneDNN does not take, another device than the CPU (meta tensors get the
+    registered op's shapes), a process where oneDNN cannot run."""
+    return input.dtype not in _ONEDNN_DTYPES or weight.dtype not in _ONEDNN_DTYPES \
+        or not _processes.onednn_usable or not (input.is_cpu or input.is_meta) \
+        or not (weight.is_cpu or weight.is_meta)
 
 
 def torch_nn(layer: Any, input: torch.Tensor, weight: torch.Tensor, bias: Any) -> torch.Tensor:

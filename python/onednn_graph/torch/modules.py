@@ -46,11 +46,11 @@ class _OneDNNForward(torch.nn.modules.conv._ConvTransposeNd):
                                   list(self.padding), output_padding, list(self.dilation),
                                   self.groups)
         if output_size is None:
-            epilogue = self.__dict__.get("_onednn_epilogue")  # convert(..., inference=True)
+            epilogue = _inference.epilogue_of(self)  # convert(..., inference=True)
             if epilogue is not None and _inference.applied(self, epilogue):
                 return _inference.forward(self, input, epilogue)
             return _layer.forward(self, input)  # with what the layer's last call settled
-        if input.dtype not in _layer._ONEDNN_DTYPES or not (input.is_cpu or input.is_meta):
+        if _layer.torch_computes(input, self.weight):
             return super().forward(input, output_size)  # as _layer.forward
         output_padding = self._output_padding(input, output_size, self.stride, self.padding,
                                               self.kernel_size, nsp, self.dilation)
