@@ -19,7 +19,10 @@ time, as the suite reports):
   (recording it, and running backward around it), which no package avoids;
 * ``module call``: ``torch.nn.Identity()(x)``, what ``torch.nn.Module.__call__`` costs any
   layer (its hooks' bookkeeping), torch.nn's own included;
-* ``torch.nn``'s layer, for scale.
+* ``torch.nn``'s layer, for scale;
+* ``as converted``: a layer as ``convert`` leaves it, whose default rule gives calls this
+  tiny to torch.nn's kernel (``onednn_graph.torch._kernel_choice``); the layer measured
+  above is held to oneDNN (``ONEDNN_GRAPH_TORCH_KERNELS=off`` while its calls decide).
 
 The package's Python in front of oneDNN is, per forward, ``forward - oneDNN - autograd -
 module call`` (without autograd: ``no grad - oneDNN - module call``), and per backward
@@ -32,6 +35,7 @@ nothing). The targets: 10 us a forward, 20 us a backward.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -43,7 +47,7 @@ import torch
 import onednn_graph as og
 import onednn_graph.torch as ot
 from onednn_graph._impl import version as _version
-from onednn_graph.torch import _eager, _layer
+from onednn_graph.torch import _eager, _kernel_choice, _layer
 
 
 class _Null(torch.autograd.Function):
@@ -118,9 +122,17 @@ def measure(nsp: int, rounds: int, calls: int) -> dict[str, float]:
     ours = getattr(ot, f"ConvTranspose{nsp}d")(8, 8, 2, stride=2)
     theirs = getattr(torch.nn, f"ConvTranspose{nsp}d")(8, 8, 2, stride=2)
     x = torch.randn(1, 8, *[4] * nsp, requires_grad=True)
-    y = ours(x)
+    os.environ[_kernel_choice.ENV] = "off"  # this layer's calls on oneDNN
+    try:
+        y = ours(x)
+        with torch.no_grad():
+            ours(x)
+    finally:
+        del os.environ[_kernel_choice.ENV]
     g = torch.randn(y.shape)
     y.backward(g, retain_graph=True)  # compiles the gradients; the layer's runner holds them
+    converted = ot.convert(theirs)  # as convert leaves it: the default rule decides
+    y_converted = converted(x)
     runner = _layer._plans[id(ours)][1].runner
     fwd_clock, bwd_clock, body_clock = _Clock(), _Clock(), _Clock()
     runner.forward = _TimedCall(runner.forward, fwd_clock)
@@ -142,7 +154,11 @@ def measure(nsp: int, rounds: int, calls: int) -> dict[str, float]:
         "autograd backward": (lambda: y_null.backward(g, retain_graph=True), [], True),
         "module call": (lambda: identity(x), [], True),
         "torch.nn forward": (lambda: theirs(x), [], True),
+        "torch.nn no grad": (lambda: theirs(x), [], False),
         "torch.nn backward": (lambda: y_theirs.backward(g, retain_graph=True), [], True),
+        "converted forward": (lambda: converted(x), [], True),
+        "converted no grad": (lambda: converted(x), [], False),
+        "converted backward": (lambda: y_converted.backward(g, retain_graph=True), [], True),
     }
     best: dict[str, tuple[float, ...]] = {}
     try:
@@ -159,7 +175,9 @@ def measure(nsp: int, rounds: int, calls: int) -> dict[str, float]:
             "backward": best["backward"][0], "oneDNN backward": best["backward"][1],
             "in backward()": best["backward"][2],
             **{k: best[k][0] for k in ("autograd forward", "autograd backward", "module call",
-                                       "torch.nn forward", "torch.nn backward")}}
+                                       "torch.nn forward", "torch.nn no grad", "torch.nn backward",
+                                       "converted forward",
+                                       "converted no grad", "converted backward")}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,9 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         "20 us a backward.",
         "",
         "| layer | forward (oneDNN) | no grad (oneDNN) | backward (in backward(); oneDNN) | "
-        "autograd fwd / bwd | module call | torch.nn fwd / bwd | **Python fwd** | "
-        "**Python no grad** | **Python bwd** | *engine* |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "autograd fwd / bwd | module call | torch.nn fwd / no grad / bwd | **Python fwd** | "
+        "**Python no grad** | **Python bwd** | *engine* | as converted fwd / no grad / bwd |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for nsp, t, p in rows:
         lines.append(
@@ -206,8 +224,9 @@ def main(argv: list[str] | None = None) -> int:
             f"({t['oneDNN no grad']:.1f}) | {t['backward']:.1f} ({t['in backward()']:.1f}; "
             f"{t['oneDNN backward']:.1f}) | {t['autograd forward']:.1f} / "
             f"{t['autograd backward']:.1f} | {t['module call']:.1f} | {t['torch.nn forward']:.1f} / "
-            f"{t['torch.nn backward']:.1f} | **{p['forward']:.1f}** | **{p['no grad']:.1f}** | "
-            f"**{p['backward']:.1f}** | *{p['engine']:.1f}* |")
+            f"{t['torch.nn no grad']:.1f} / {t['torch.nn backward']:.1f} | **{p['forward']:.1f}** | **{p['no grad']:.1f}** | "
+            f"**{p['backward']:.1f}** | *{p['engine']:.1f}* | {t['converted forward']:.1f} / "
+            f"{t['converted no grad']:.1f} / {t['converted backward']:.1f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -85,6 +85,16 @@ def _calls_never_see_a_busy_machine(monkeypatch, request):
 
 
 @pytest.fixture(autouse=True)
+def _converted_layers_run_on_onednn(monkeypatch, request):
+    """The tests of converted layers test what oneDNN computes: a small layer that the
+    default rule would hand to torch.nn's faster kernel (onednn_graph.torch._kernel_choice)
+    must not turn them into comparisons of torch.nn with itself. The tests of that choice
+    are marked torch_kernels."""
+    if request.node.get_closest_marker("torch_kernels") is None:
+        monkeypatch.setenv("ONEDNN_GRAPH_TORCH_KERNELS", "off")
+
+
+@pytest.fixture(autouse=True)
 def _moved_names_fail_in_subprocesses(monkeypatch):
     """The package's own code, examples and documents use no deprecated top-level name
     (onednn_graph._deprecated). In this process pyproject's filterwarnings = error makes

@@ -32,7 +32,7 @@ import torch
 from torch.nn.utils import parametrize
 from torch.nn.utils.weight_norm import WeightNorm as _WeightNorm  # the older hook's class
 
-from . import _inference, _processes, _routing, modules as _modules
+from . import _inference, _kernel_choice, _processes, _routing, modules as _modules
 
 __all__ = ["convert", "revert", "report", "Report", "LayerReport"]
 
@@ -123,7 +123,10 @@ def _state(module: torch.nn.Module, subclasses: bool) -> tuple[str, str, Optiona
             return "torch.nn", ("the package's layer, in a process forked after oneDNN's runtime "
                                 "ran: it does not survive fork"), None
         inference = _inference.describe(module)
-        return "oneDNN", "the package's layer" + (f"; {inference}" if inference else ""), None
+        every_call, kernels = _kernel_choice.describe(module)
+        # (what inference packs is oneDNN's: nothing where torch.nn's kernel computes every call)
+        notes = "".join(f"; {note}" for note in (None if every_call else inference, kernels) if note)
+        return "torch.nn" if every_call else "oneDNN", "the package's layer" + notes, None
     if base in _TO_OURS:
         return "torch.nn", "torch.nn's layer", _TO_OURS[base]
     torch_cls: Any = _torch_class(base)  # not None: `module` is a transposed convolution
@@ -166,7 +169,7 @@ def report(module: torch.nn.Module) -> Report:
 
 
 def convert(module: torch.nn.Module, inplace: bool = False, *,
-            subclasses: bool = False, inference: bool = False) -> torch.nn.Module:
+            subclasses: bool = False, inference: bool = False, tune: bool = False) -> torch.nn.Module:
     """`module` with every ``torch.nn.ConvTranspose1d/2d/3d`` in its tree (itself
     included) computed by oneDNN: the package's layer of the same dimension, the same
     function, forward and backward.
@@ -183,6 +186,12 @@ def convert(module: torch.nn.Module, inplace: bool = False, *,
         In eval, each layer also computes the BatchNorm and the activation that follow it
         (folded and fused into one oneDNN partition), with its weights packed once where
         no gradient is recorded (docs/user-guide.md, "Inference"); training is unchanged.
+    tune : bool
+        Each layer's first call of each input shape, dtype, memory format and gradient
+        mode times oneDNN's kernel against torch.nn's on its own tensors and keeps the
+        faster (stored per machine in the tuning database: measured once). Without it,
+        a default rule measured per CPU family decides (docs/user-guide.md, "Whose kernel
+        runs a layer"); ``report`` says which ran, and why.
 
     Returns
     -------
@@ -217,6 +226,9 @@ def convert(module: torch.nn.Module, inplace: bool = False, *,
     if left:
         _log.warning("convert: %d transposed convolution%s left on torch.nn: %s", len(left),
                      "s" * (len(left) > 1), "; ".join(left))
+    if tune:
+        for _, layer in _transposed_convolutions(module):
+            _kernel_choice.tune(layer)
     if inference:
         for layer, epilogue in _inference.find(module):
             if _base(layer) in _TO_TORCH or getattr(_base(layer), "_onednn_base", None) is not None:

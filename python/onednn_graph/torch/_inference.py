@@ -52,7 +52,7 @@ import torch
 from .. import ops as _ops, post as _post
 from .._impl import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, kernels as _kernels,
                      plan as _plan)
-from . import _layer, _library, _native, _routing, functional as _functional
+from . import _kernel_choice, _layer, _library, _native, _routing, functional as _functional
 
 __all__ = ["Epilogue", "applied", "describe", "disable", "enable", "epilogue_of", "find", "forward",
            "refresh"]
@@ -452,7 +452,8 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
     sources = _sources(layer, epilogue)
     recorded = torch.is_grad_enabled() and (input.requires_grad or any(t.requires_grad for t in sources))
     if recorded or not _library.untraced(input):  # (plain CPU tensors only, nothing tracing)
-        if torch.compiler.is_compiling() and not recorded and _compiles_packed(layer, input):
+        if torch.compiler.is_compiling() and not recorded and _compiles_packed(layer, input) \
+                and not _kernel_choice.by_rule(layer, input, layer.weight):
             return _compiled_call(layer, input, epilogue)
         return _composed(layer, input, *_layer.weight_and_bias(layer), epilogue)
     autocast = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
@@ -464,6 +465,8 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
     packed = _kept(_packed, layer)
     if packed is None or packed.key != key or not _same(packed.stamp, sources):
         weight, bias = _layer.weight_and_bias(layer)
+        if autocast is None and _layer.runs_torch_nn(layer, input, weight, bias):
+            return _composed(layer, input, weight, bias, epilogue)  # torch.nn's kernel is faster
         packed = _pack(geometry_of(layer), input, weight, bias, norm_of(epilogue.bn),
                        None if epilogue.act is None else post_of(epilogue.act), key, sources,
                        autocast, stock_format, epilogue.next_layer is not None)

@@ -28,9 +28,9 @@ from typing import Any, Optional
 
 import torch
 
-from . import _eager, _library, _native, _processes, functional as _functional
+from . import _eager, _kernel_choice, _library, _native, _processes, functional as _functional
 
-__all__ = ["forward", "forward_with", "torch_computes", "torch_nn", "weight_and_bias"]
+__all__ = ["forward", "forward_with", "runs_torch_nn", "torch_computes", "torch_nn", "weight_and_bias"]
 
 
 class _Plan:
@@ -38,10 +38,13 @@ class _Plan:
     torch.nn computes it (``torch_nn``)."""
 
     __slots__ = ("key", "call", "weight", "w_ptr", "bias", "b_ptr", "x_stride", "w_stride",
-                 "runner")
+                 "runner", "kernels")
 
     def __init__(self, key: tuple, call: Optional[_eager.Call]) -> None:
         self.key, self.call = key, call
+        # (input strides, whether gradients are recorded) -> why torch.nn's kernel computes
+        # such a call, or None: oneDNN's (``_kernel_choice``)
+        self.kernels: dict[tuple, Optional[str]] = {}
         self.weight: Any = None
         self.bias: Any = None
         self.x_stride: Any = None
@@ -97,28 +100,67 @@ def forward_with(layer: Any, input: torch.Tensor, weight: torch.Tensor,
     nsp = len(layer.kernel_size)
     if type(input) not in _PLAIN or input.dim() != nsp + 2 \
             or not _library.untraced(input, weight, bias):
-        if torch_computes(input, weight):
+        if torch_computes(input, weight) or _kernel_choice.by_rule(layer, input, weight):
             return torch_nn(layer, input, weight, bias)
         return _functional._conv_transpose_nd(nsp, input, weight, bias, layer.stride,
                                               layer.padding, layer.output_padding, layer.groups,
                                               layer.dilation)
     if torch.is_autocast_enabled("cpu"):  # cast as autocast casts (new tensors each call)
         input, weight, bias = _functional._autocast(input, weight, bias)
-    key = (input.shape, input.dtype, weight.shape, weight.dtype,
-           None if bias is None else bias.shape, None if bias is None else bias.dtype,
-           layer.stride, layer.padding, layer.output_padding, layer.dilation, layer.groups)
-    plan = _plan_of(layer, key, (nsp, *key[:6], layer.stride, layer.padding,
-                                 layer.output_padding, layer.groups, layer.dilation))
+    plan = _planned(layer, input, weight, bias)
     if plan.call is None:
         return torch_nn(layer, input, weight, bias)
     if plan.call.empty:  # nothing to sum: the registered op knows the geometry's answer
         return _library.conv_transpose(input, weight, bias, *plan.call.attrs)
+    recorded = torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad
+                                            or (bias is not None and bias.requires_grad))
+    if _torch_kernel(layer, plan, input, weight, bias, recorded) is not None:
+        return torch_nn(layer, input, weight, bias)
+    return _on_onednn(layer, plan, input, weight, bias)
+
+
+def _planned(layer: Any, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> _Plan:
+    key = (input.shape, input.dtype, weight.shape, weight.dtype,
+           None if bias is None else bias.shape, None if bias is None else bias.dtype,
+           layer.stride, layer.padding, layer.output_padding, layer.dilation, layer.groups)
+    return _plan_of(layer, key, (len(layer.kernel_size), *key[:6], layer.stride, layer.padding,
+                                 layer.output_padding, layer.groups, layer.dilation))
+
+
+def _torch_kernel(layer: Any, plan: _Plan, input: torch.Tensor, weight: torch.Tensor,
+                  bias: Optional[torch.Tensor], recorded: bool) -> Optional[str]:
+    """Why torch.nn's kernel computes this call, or None: oneDNN's (``_kernel_choice``,
+    decided once per input layout and whether the call records gradients)."""
+    kernel = plan.kernels.get((input.stride(), recorded), _UNDECIDED)
+    if kernel is _UNDECIDED:
+        kernel = plan.kernels[(input.stride(), recorded)] = _kernel_choice.decide(
+            layer, input, weight, bias, recorded, layer.stride, layer.groups,
+            functools.partial(_on_onednn, layer, plan), functools.partial(torch_nn, layer))
+    return kernel
+
+
+def runs_torch_nn(layer: Any, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> bool:
+    """Whether torch.nn's kernel computes `layer`'s call on these tensors recording no
+    gradient (``_inference`` asks before it packs: a packed call would be oneDNN's)."""
+    plan = _planned(layer, input, weight, bias)
+    return plan.call is not None and not plan.call.empty and \
+        _torch_kernel(layer, plan, input, weight, bias, False) is not None
+
+
+_UNDECIDED: Any = object()
+
+
+def _on_onednn(layer: Any, plan: _Plan, input: torch.Tensor, weight: torch.Tensor,
+               bias: Optional[torch.Tensor]) -> torch.Tensor:
+    """The call on oneDNN with `plan` (its runner made or kept)."""
+    call = plan.call
+    assert call is not None  # (a plan oneDNN computes)
     # The runner while the input's and the weight's layouts stay (its native calls take
     # any memory of those layouts), its views while the parameters' memory stays.
     stride, w_stride = input.stride(), weight.stride()
     runner = plan.runner
     if runner is None or stride != plan.x_stride or w_stride != plan.w_stride:
-        runner = plan.runner = _eager.Runner(plan.call, _native.memory_format(input, weight),
+        runner = plan.runner = _eager.Runner(call, _native.memory_format(input, weight),
                                              _native.view(weight),
                                              None if bias is None else _native.view(bias))
         plan.x_stride, plan.w_stride = stride, w_stride
@@ -132,9 +174,9 @@ def forward_with(layer: Any, input: torch.Tensor, weight: torch.Tensor,
             runner.b = None if bias is None else _native.view(bias)
             plan.bias, plan.b_ptr = bias, 0 if bias is None else bias.data_ptr()
     try:
-        return _eager.run(input, weight, bias, plan.call, runner)
+        return _eager.run(input, weight, bias, call, runner)
     except (ValueError, TypeError) as exc:
-        raise _functional._torch_error(_functional._CT_NAMES[nsp], exc) from None
+        raise _functional._torch_error(_functional._CT_NAMES[len(layer.kernel_size)], exc) from None
 
 
 _PLAIN = _native._PLAIN  # (bound here: read on every call)

@@ -1,0 +1,226 @@
+"""Whose kernel computes a converted layer's call: oneDNN's (the package's) or torch.nn's.
+
+A user converts a model to make it faster, so a layer runs torch.nn's own kernel at a
+shape where oneDNN 3.2 has nothing faster, and ``report()`` says so. Two sources decide,
+once per layer, input shape, dtype, memory format and whether the call records gradients
+(``_layer`` keeps the answer in the layer's plan):
+
+* **Measured** (``convert(model, tune=True)``, or ``onednn_graph.tuning.set_tuning(True)``
+  for every layer): the first such call times both kernels on its own tensors in
+  interleaved rounds (the forward, and the backward where the call records gradients, on
+  detached copies: no ``.grad`` changes), and keeps torch.nn's only where it wins clearly
+  on a quiet machine (``_impl.tuning.verdict``, as ``compile_op(tune=True)`` decides). The
+  verdict is stored in the tuning database (per machine, with PyTorch's version in the
+  problem), so each shape is measured once per machine.
+* **The default rule** (``torch_nn_by_default``), where nothing was measured: calls that
+  record no gradient, f32, where oneDNN 3.2's strided kernels for few output channels
+  lose to torch.nn's on the CPU families measured.
+
+``ONEDNN_GRAPH_TORCH_KERNELS=off`` in the environment (read at each decision) holds every
+call to oneDNN's kernel: no default rule, no measurement.
+
+Either way the arithmetic is a real kernel's: oneDNN's, or the stock layer's own (which
+the model ran before it was converted).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import weakref
+from typing import Any, Callable, Optional
+
+import torch
+
+from .._impl import lowering as _lowering, tuning as _tuning, tuning_db as _tuning_db
+from .._impl.call import tuning_enabled
+
+__all__ = ["by_rule", "decide", "describe", "tune", "torch_nn_by_default"]
+
+ONEDNN, TORCH_NN = "oneDNN", "torch.nn"
+ENV = "ONEDNN_GRAPH_TORCH_KERNELS"
+_OFF = {"off", "0", "no", "false"}
+
+#: (oneDNN version, ISA) pairs where the default rule holds: measured on AMD Zen 4
+#: natively and capped at AVX2 (``torch_nn_by_default`` has the figures).
+TORCH_FASTER: frozenset[tuple[tuple[int, int], str]] = frozenset({
+    ((3, 2), "avx512_core_bf16"), ((3, 2), "avx2")})
+#: The rule's limits: output channels per group, kernel taps per axis, and (with two
+#: spatial axes) the problem's FLOPs.
+FEW_CHANNELS = 4
+SMALL_KERNEL = 3
+SMALL_2D_FLOPS = 1 << 20
+#: Below this many FLOPs (with at most ``SMALL_KERNEL`` taps per axis) a call's fixed
+#: cost decides, and torch.nn's is the smaller, with gradients recorded or not.
+TINY_FLOPS = 1 << 17
+
+
+def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, stride: tuple,
+                        groups: int, dtype: torch.dtype, recorded: bool,
+                        version: Optional[tuple[int, int]] = None,
+                        isa: Optional[str] = None) -> Optional[str]:
+    """Why torch.nn's kernel computes a call by default, or None (oneDNN's), on a (oneDNN,
+    ISA) pair of ``TORCH_FASTER``, in float32, with at most ``SMALL_KERNEL`` taps on every
+    axis: a problem under ``TINY_FLOPS``; or a call that records no gradient, with a stride
+    above 1, at most ``FEW_CHANNELS`` output channels per group, and three spatial axes or
+    two under ``SMALL_2D_FLOPS``.
+
+    Tiny problems: the issue's ``ConvTranspose1d/2d/3d(8, 8, 2, stride=2)`` on (1, 8, 4,
+    ...) took 1.1-2.2x torch.nn's time on oneDNN in inference and 1.4-1.7x in a training
+    step (``benchmarks/layer_overhead.py``: the package's Python and oneDNN's call cost more
+    than torch.nn's kernel takes); 1-D to 3-D layers of 8 and 32 channels under 131
+    kFLOP with kernels 2 and 3: 0.95-1.96x in inference (median 1.06), 1.28-1.62x in a
+    training step, where kernel 4 ran 0.35-0.67x (torch.nn's is slow there).
+
+    Measured with PyTorch 2.13 on a 2-core AMD EPYC Zen 4, 2 threads, f32, batch 1,
+    kernels 2-4, stride 2, 16 and 64 input channels, 1-32 output channels, 8^3/16^3 and
+    32^2/64^2 inputs (``benchmarks/kernel_choice.py``, docs/benchmarks/zen4-kernel-choice.md):
+    in inference the rule's 31 shapes took 1.05-5.97x torch.nn's time natively (oneDNN's
+    strided kernel for few channels; no other formulation of the package beat it:
+    ``compile_op(tune=True)`` measured 0.98-1.36x its time), 1.01-5.58x capped at AVX2;
+    19 of the other 113 took 1.01-1.42x, which measurement catches. In a training step 27
+    of the 31 lost (0.67-2.34x), but the 3-D U-Net's own shapes won: recorded calls are
+    left to measurement. bf16: torch.nn's CPU kernel is the slower one."""
+    version = version or _lowering.LINKED
+    isa = isa or _lowering.HOST_ISA
+    if dtype != torch.float32 or (version, isa) not in TORCH_FASTER:
+        return None
+    kernel = weight_shape[2:]
+    per_group = weight_shape[1]
+    if any(k > SMALL_KERNEL for k in kernel):
+        return None
+    flops = 2 * math.prod(input_shape) * per_group * math.prod(kernel)
+    if flops < TINY_FLOPS:
+        return (f"torch.nn's kernel: faster for a problem of {flops / 1e3:.0f} kFLOP, where a call's "
+                f"fixed cost decides, on oneDNN {version[0]}.{version[1]} {isa} (the default rule; "
+                f"convert(..., tune=True) measures)")
+    if recorded or nsp < 2 or per_group > FEW_CHANNELS or any(s < 2 for s in stride):
+        return None
+    if nsp == 2 and flops >= SMALL_2D_FLOPS:
+        return None
+    where = "3-D" if nsp == 3 else "2-D under 1 MFLOP"
+    return (f"torch.nn's kernel: faster for {per_group} output channel{'s' * (per_group > 1)} at "
+            f"stride {max(stride)} ({where}) on oneDNN {version[0]}.{version[1]} {isa} "
+            f"(the default rule; convert(..., tune=True) measures)")
+
+
+# Layers whose calls are measured (convert(..., tune=True)); beside the layer, not in it.
+_tuned: "weakref.WeakSet[torch.nn.Module]" = weakref.WeakSet()
+# layer -> {what its call was: whose kernel and why}, for report().
+_decided: "weakref.WeakKeyDictionary[torch.nn.Module, dict[str, tuple[str, str]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def tune(layer: torch.nn.Module) -> None:
+    """Measure `layer`'s calls (``convert(..., tune=True)``)."""
+    _tuned.add(layer)
+
+
+def by_rule(layer: Any, input: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether the default rule gives torch.nn's kernel a call that torch.compile traces
+    (its shapes are all there is: nothing is timed on fake tensors), and the call records
+    no gradient."""
+    recorded = torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad)
+    dtype = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else input.dtype
+    return input.dim() == weight.dim() and os.environ.get(ENV, "").strip().lower() not in _OFF and \
+        torch_nn_by_default(input.dim() - 2, tuple(input.shape), tuple(weight.shape),
+                            tuple(layer.stride), layer.groups, dtype, recorded) is not None
+
+
+def decide(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
+           bias: Optional[torch.Tensor], recorded: bool, stride: tuple, groups: int,
+           onednn: Callable[..., torch.Tensor], torch_nn: Callable[..., torch.Tensor]) -> Optional[str]:
+    """Why torch.nn's kernel computes this call of `layer` (and every call like it), or
+    None where oneDNN's does. `onednn` and `torch_nn` compute the call from (input,
+    weight, bias) on each kernel, for measuring."""
+    if os.environ.get(ENV, "").strip().lower() in _OFF:
+        return None
+    nsp = input.dim() - 2
+    default = torch_nn_by_default(nsp, tuple(input.shape), tuple(weight.shape), tuple(stride),
+                                  groups, input.dtype, recorded)
+    kind, why = (ONEDNN, "") if default is None else (TORCH_NN, default)
+    if layer in _tuned or tuning_enabled():
+        kind, why = _measured(layer, input, weight, bias, recorded, default, onednn, torch_nn)
+    _decided.setdefault(layer, {})[_call_name(input, recorded)] = (kind, why)
+    return why if kind == TORCH_NN else None
+
+
+def _call_name(input: torch.Tensor, recorded: bool) -> str:
+    layout = "channels-last" if input.dim() > 2 and not input.is_contiguous() and \
+        input.is_contiguous(memory_format=_CHANNELS_LAST.get(input.dim(), torch.contiguous_format)) else ""
+    return " ".join(filter(None, (str(tuple(input.shape)), str(input.dtype).replace("torch.", ""),
+                                  layout, "with grad" if recorded else "without grad")))
+
+
+_CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
+
+
+class _Candidate:
+    """One kernel as ``_tuning.fastest`` times it: ``execute`` runs the call (and its
+    backward where gradients are recorded) once."""
+
+    def __init__(self, label: str, run: Callable[[], Any]) -> None:
+        self.label, self.execute = label, lambda inputs, target: run()
+
+
+def _measured(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
+              bias: Optional[torch.Tensor], recorded: bool, default: Optional[str],
+              onednn: Callable[..., torch.Tensor], torch_nn: Callable[..., torch.Tensor]) -> tuple[str, str]:
+    """(whose kernel, why with the figures): the measured verdict (stored, or measured now
+    and stored where the machine was quiet), which keeps the default where nothing clear
+    was measured."""
+    key = _tuning_db.problem_key({
+        "decision": "torch.nn or oneDNN", "torch": torch.__version__,
+        "input": [list(input.shape), list(input.stride()), str(input.dtype)],
+        "weight": [list(weight.shape), list(weight.stride()), str(weight.dtype)],
+        "bias": None if bias is None else [list(bias.shape), str(bias.dtype)],
+        "attrs": [list(layer.stride), list(layer.padding), list(layer.output_padding),
+                  list(layer.dilation), layer.groups], "recorded": recorded,
+        "threads": torch.get_num_threads()})
+    db = _tuning_db.tuning_database()
+    stored = db.get(key)
+    if stored is not None:
+        return _why(stored["kind"], stored.get("seconds", {}), stored.get("verdict", ""), default)
+    x = input.detach().requires_grad_(recorded and input.requires_grad)
+    w = weight.detach().requires_grad_(recorded and weight.requires_grad)
+    b = None if bias is None else bias.detach().requires_grad_(recorded and bias.requires_grad)
+    leaves = [t for t in (x, w, b) if t is not None and t.requires_grad]
+
+    def candidate(label: str, fn: Callable[..., torch.Tensor]) -> _Candidate:
+        def run() -> Any:
+            if not leaves:
+                with torch.no_grad():
+                    return fn(x, w, b)
+            with torch.enable_grad():
+                y = fn(x, w, b)
+                return torch.autograd.grad(y, leaves, torch.ones_like(y))
+        return _Candidate(label, run)
+
+    ours, theirs = candidate(ONEDNN, onednn), candidate(TORCH_NN, torch_nn)
+    verdict = _tuning.fastest([theirs, ours] if default else [ours, theirs], [], None)  # type: ignore[arg-type]
+    if verdict.stored:
+        db.put(key, {"problem": f"{type(layer).__name__} {_call_name(input, recorded)}",
+                     "kind": verdict.op.label, "lowering": f"{verdict.op.label}'s kernel", "threads": 0,
+                     "seconds": verdict.seconds, "verdict": verdict.why})
+    return _why(verdict.op.label, verdict.seconds, verdict.why, default)
+
+
+def _why(kind: str, seconds: dict[str, float], verdict: str, default: Optional[str]) -> tuple[str, str]:
+    """(`kind`, why in words with the measured ratio)."""
+    ratio = seconds.get(ONEDNN, float("nan")) / seconds.get(TORCH_NN, float("nan"))
+    how = "measured" if default is None else "the default rule, and measured"
+    return kind, f"{kind}'s kernel: oneDNN took {ratio:.2f}x torch.nn's time ({how}: {verdict})"
+
+
+def describe(layer: torch.nn.Module) -> tuple[bool, str]:
+    """(whether torch.nn's kernel computed every call `layer` has seen, in words what
+    ran each kind of call) for ``report``; (False, "") before the first call."""
+    decided = _decided.get(layer)
+    if not decided:
+        return False, ""
+    words = "; ".join(f"{call}: {why}" for call, (kind, why) in decided.items() if why)
+    return all(kind == TORCH_NN for kind, _ in decided.values()), words
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
