@@ -9,11 +9,13 @@ and once through ``onednn_graph.torch.convert`` (the same parameters). For f32 a
 under ``torch.autocast("cpu", dtype=torch.bfloat16)``, inference (``torch.no_grad``)
 and one training step (forward, a mean-square loss, backward, an SGD step), the two
 run in interleaved rounds of a few calls each (the order rotating); the table gives the
-best round's time per call of each, as benchdnn and ``benchmarks/run.py`` report (on a
-shared machine other work only adds time), their ratio (below 1: the converted model is
-faster), and the ratio of the medians beside it. "ConvTranspose share" is the part of the stock model's time in its
+median time per call of each and the median of the per-round ratios converted/stock with
+the lowest and highest round (below 1: the converted model is faster), and beside it the
+same ratio for the model's ConvTranspose layers alone (each called on the input it had in
+the model, summed). "ConvTranspose share" is the part of the stock model's time in its
 ConvTranspose layers: the stock time less that of a copy whose ConvTranspose layers
-return a preallocated result (and zero gradients) at once.
+return a preallocated result (and zero gradients) at once. ``--check`` makes the run
+fail (exit 1) where a converted model's median ratio is over 1.00.
 
 The libraries are optional extras of the benchmarks (``models``), never dependencies
 of the package; a model whose library is missing is left out and said so.
@@ -126,6 +128,27 @@ def sam_mask_decoder() -> Built:
     return m, (inputs,), _first(_mean_square)
 
 
+def unetr() -> Built:
+    """MONAI's UNETR (a ViT encoder, a 3-D convolutional decoder): 10 ConvTranspose3d
+    (kernel 2, stride 2)."""
+    from monai.networks.nets import UNETR
+    m = UNETR(in_channels=1, out_channels=2, img_size=(32, 32, 32), feature_size=8, hidden_size=96,
+              mlp_dim=192, num_heads=4)
+    return m, (torch.randn(1, 1, 32, 32, 32),), _mean_square
+
+
+def dpt() -> Built:
+    """transformers' DPT depth estimator (a ViT, reassembled at four scales): 2
+    ConvTranspose2d (kernel = stride = 4 and 2)."""
+    from transformers import DPTConfig, DPTForDepthEstimation
+    cfg = DPTConfig(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=128,
+                    image_size=64, patch_size=8, neck_hidden_sizes=[16, 32, 64, 64], fusion_hidden_size=32,
+                    backbone_out_indices=[0, 1, 2, 3], reassemble_factors=[4, 2, 1, 0.5])
+    m = DPTForDepthEstimation(cfg)
+    return m, ({"pixel_values": torch.randn(2, 3, 64, 64)},), \
+        lambda out: _mean_square(out.predicted_depth)
+
+
 def training_example() -> Built:
     """examples/train_conv_transpose.py's DCGAN-style generator: 3 ConvTranspose2d."""
     return _example_generator(torch.nn.ConvTranspose2d), (torch.randn(8, 16, 4, 4),), _mean_square
@@ -189,6 +212,8 @@ MODELS: dict[str, tuple[str, Callable[[], Built]]] = {
     "unet-3d": ("3-D U-Net (MONAI UNet)", unet_3d),
     "gan": ("GAN generator (MONAI Generator)", gan_generator),
     "sam": ("SAM mask decoder (transformers)", sam_mask_decoder),
+    "unetr": ("UNETR (MONAI)", unetr),
+    "dpt": ("DPT depth estimator (transformers)", dpt),
     "example": ("the training example's generator", training_example),
 }
 
@@ -261,26 +286,59 @@ def _runner(model: torch.nn.Module, inputs: tuple, loss: Callable[[Any], torch.T
 
 
 def measure(build: Callable[[], Built], train: bool, autocast: bool, rounds: int,
-            calls: int) -> dict[str, tuple[float, float]]:
-    """(best, median) milliseconds per call of the stock model, the converted one and the
-    stock one without its ConvTranspose work, in interleaved rounds."""
+            calls: int) -> dict[str, list[float]]:
+    """Milliseconds per call in each of interleaved rounds: the stock model, the converted
+    one, the stock one without its ConvTranspose work ("rest"), and its ConvTranspose
+    layers alone, stock and converted ("stock layers", "converted layers": each layer on
+    the input it had in the model, summed)."""
     torch.manual_seed(0)
     stock, inputs, loss = build()
     models = {"stock": stock, "converted": ot.convert(stock),
               "rest": _without_conv_transpose(stock, inputs, autocast)}
     runs = {k: _runner(m, inputs, loss, train, autocast) for k, m in models.items()}
+    runs.update(_layers_alone(stock, inputs, train, autocast))
     times: dict[str, list[float]] = {k: [] for k in runs}
     for fn in runs.values():
         for _ in range(2):  # compile, warm up
             fn()
     names = list(runs)
     for r in range(rounds):
-        for name in names[r % 3:] + names[:r % 3]:
+        for name in names[r % len(names):] + names[:r % len(names)]:
             start = time.perf_counter()
             for _ in range(calls):
                 runs[name]()
             times[name].append((time.perf_counter() - start) / calls * 1e3)
-    return {k: (min(v), statistics.median(v)) for k, v in times.items()}
+    return times
+
+
+def _layers_alone(model: torch.nn.Module, inputs: tuple, train: bool,
+                  autocast: bool) -> dict[str, Callable[[], None]]:
+    """The model's ConvTranspose layers, each called on the input it has in the model (a
+    forward, or a forward and backward): stock copies and converted ones."""
+    seen: list[tuple[torch.nn.Module, torch.Tensor]] = []
+    layers = [m for m in model.modules() if isinstance(m, torch.nn.modules.conv._ConvTransposeNd)]
+    hooks = [m.register_forward_hook(lambda m, a, o: seen.append((m, a[0].detach().clone())))
+             for m in layers]
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        _call(model, inputs)
+    for h in hooks:
+        h.remove()
+    stock = [(ot.revert(m), x) for m, x in seen]  # copies, the older weight_norm's too
+    ours = [(ot.convert(m), x) for m, x in stock]
+
+    def run(pairs: list[tuple[torch.nn.Module, torch.Tensor]]) -> Callable[[], None]:
+        def call() -> None:
+            for layer, x in pairs:
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                    if train:
+                        y = layer(x.requires_grad_())
+                    else:
+                        with torch.no_grad():
+                            y = layer(x)
+                if train:
+                    y.float().sum().backward()
+        return call
+    return {"stock layers": run(stock), "converted layers": run(ours)}
 
 
 def measure_inference(build: Callable[[], Built], autocast: bool, rounds: int, calls: int,
@@ -401,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="eval: stock against convert(model, inference=True), eager and compiled")
     parser.add_argument("--eager", action="store_true", help="with --inference: no torch.compile")
     parser.add_argument("--f32", action="store_true", help="with --inference: no bf16 autocast")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 where a converted model's median ratio is over 1.00")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")  # the libraries' deprecation notices
     logging.getLogger("onednn_graph.torch").setLevel(logging.ERROR)
@@ -414,33 +474,42 @@ def main(argv: list[str] | None = None) -> int:
         for dtype, autocast in (("f32", False), ("bf16 autocast", True)):
             for mode, train in (("inference", False), ("training step", True)):
                 t = measure(build, train, autocast, args.rounds, args.calls)
-                (stock, stock_median), (ours, ours_median) = t["stock"], t["converted"]
-                share = (stock_median - t["rest"][1]) / stock_median
-                rows.append((title, dtype, mode, stock, ours, ours_median / stock_median, share))
-                print(f"{key} {dtype} {mode}: {stock:.2f} / {ours:.2f} ms = {ours / stock:.2f} "
-                      f"(medians {ours_median / stock_median:.2f}; ConvTranspose {share:.0%})",
-                      file=sys.stderr, flush=True)
+                stock, ours = statistics.median(t["stock"]), statistics.median(t["converted"])
+                ratio = _ratio(t["converted"], t["stock"])
+                layers = _ratio(t["converted layers"], t["stock layers"])
+                share = (stock - statistics.median(t["rest"])) / stock
+                rows.append((title, dtype, mode, stock, ours, ratio, layers, share))
+                print(f"{key} {dtype} {mode}: {stock:.2f} / {ours:.2f} ms: {ratio[0]:.2f} "
+                      f"({ratio[1]:.2f}-{ratio[2]:.2f}); layers alone {layers[0]:.2f}; "
+                      f"ConvTranspose {share:.0%}", file=sys.stderr, flush=True)
     v = og.system.onednn_version()
-    ratios = [r[4] / r[3] for r in rows]  # best over best
+    ratios = [r[5][0] for r in rows]
     geomean = statistics.geometric_mean(ratios) if ratios else float("nan")
     lines = [
         f"`python benchmarks/models.py --rounds {args.rounds} --calls {args.calls}"
         f"{f' --threads {args.threads}' if args.threads else ''}` on {_version.cpu_model()} "
         f"(oneDNN ISA {og.system.cpu_isa()}), {torch.get_num_threads()} threads, oneDNN "
         f"{v.major}.{v.minor}.{v.patch}, PyTorch {torch.__version__}, "
-        f"{time.perf_counter() - start:.0f} s. Milliseconds per call, the best of {args.rounds} "
-        "interleaved rounds; converted/stock below 1: the converted model is faster.",
+        f"{time.perf_counter() - start:.0f} s. Milliseconds per call, medians of {args.rounds} "
+        "interleaved rounds; converted/stock is the median of per-round ratios (lowest-highest "
+        "round), below 1: the converted model is faster; \"layers alone\" the same for the "
+        "model's ConvTranspose layers called on their own inputs, summed.",
         "",
         f"Converted/stock geometric mean {geomean:.3f} over {len(rows)} rows; "
         f"{sum(r > 1.0 for r in ratios)} over 1.00, {sum(r > 1.05 for r in ratios)} over 1.05.",
         "",
-        "| model | dtype | mode | stock ms | converted ms | converted/stock | (medians) | "
+        "| model | dtype | mode | stock ms | converted ms | converted/stock | layers alone | "
         "ConvTranspose share of stock |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    lines += [f"| {m} | {d} | {mode} | {s:.2f} | {c:.2f} | **{c / s:.2f}** | {med:.2f} | "
-              f"{max(share, 0):.0%} |" for m, d, mode, s, c, med, share in rows]
-    return _written(lines, missing, args.out)
+    lines += [f"| {m} | {d} | {mode} | {s:.2f} | {c:.2f} | **{r[0]:.2f}** ({r[1]:.2f}-{r[2]:.2f}) | "
+              f"{lay[0]:.2f} ({lay[1]:.2f}-{lay[2]:.2f}) | {max(share, 0):.0%} |"
+              for m, d, mode, s, c, r, lay, share in rows]
+    written = _written(lines, missing, args.out)
+    if args.check and any(r > 1.0 for r in ratios):
+        print(f"--check: {sum(r > 1.0 for r in ratios)} rows over 1.00", file=sys.stderr)
+        return 1
+    return written
 
 
 if __name__ == "__main__":

@@ -59,6 +59,14 @@ def test_a_tiny_problem_goes_to_torch_nn_with_or_without_grad(recorded):
     assert _rule(nsp=2, cin=64, cout=64, k=2, size=8, recorded=recorded) is None  # 2.1 MFLOP
 
 
+def test_small_3d_training_calls_with_kernel_equal_to_stride_go_to_torch_nn():
+    # UNETR's ConvTranspose3d(16, 16, 2, 2) on 4^3: 0.26 MFLOP; on 16^3 it is 16.8 MFLOP
+    assert "3-D training call" in _rule(cin=16, cout=16, k=2, size=4, recorded=True)
+    assert _rule(cin=16, cout=16, k=2, size=16, recorded=True) is None
+    assert _rule(cin=16, cout=16, k=2, size=4, recorded=False) is None  # inference: left
+    assert _rule(cin=16, cout=16, k=3, size=4, recorded=True) is None  # kernel != stride
+
+
 def test_in_two_dimensions_the_rule_stops_at_one_mflop():
     # 2 * 16 * 32^2 * 2 * 9 = 0.59 MFLOP; at 64^2, 2.4 MFLOP
     assert _rule(nsp=2, size=32) is not None

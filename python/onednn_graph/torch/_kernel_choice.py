@@ -53,6 +53,9 @@ SMALL_2D_FLOPS = 1 << 20
 #: Below this many FLOPs (with at most ``SMALL_KERNEL`` taps per axis) a call's fixed
 #: cost decides, and torch.nn's is the smaller, with gradients recorded or not.
 TINY_FLOPS = 1 << 17
+#: Below this many FLOPs a 3-D call with kernel == stride that records gradients (a
+#: training step of a ViT decoder's small upsampling: UNETR's) runs torch.nn's kernel.
+SMALL_3D_RECORDED_FLOPS = 1 << 21
 
 
 def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, stride: tuple,
@@ -63,7 +66,8 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     ISA) pair of ``TORCH_FASTER``, in float32, with at most ``SMALL_KERNEL`` taps on every
     axis: a problem under ``TINY_FLOPS``; or a call that records no gradient, with a stride
     above 1, at most ``FEW_CHANNELS`` output channels per group, and three spatial axes or
-    two under ``SMALL_2D_FLOPS``.
+    two under ``SMALL_2D_FLOPS``; or a 3-D call with kernel == stride that records gradients,
+    under ``SMALL_3D_RECORDED_FLOPS``.
 
     Tiny problems: the issue's ``ConvTranspose1d/2d/3d(8, 8, 2, stride=2)`` on (1, 8, 4,
     ...) took 1.1-2.2x torch.nn's time on oneDNN in inference and 1.4-1.7x in a training
@@ -80,7 +84,10 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     ``compile_op(tune=True)`` measured 0.98-1.36x its time), 1.01-5.58x capped at AVX2;
     19 of the other 113 took 1.01-1.42x, which measurement catches. In a training step 27
     of the 31 lost (0.67-2.34x), but the 3-D U-Net's own shapes won: recorded calls are
-    left to measurement. bf16: torch.nn's CPU kernel is the slower one."""
+    left to measurement, apart from small 3-D ones with kernel == stride: UNETR's six
+    ConvTranspose3d(k = s = 2) under 2 MFLOP took 1.19-1.46x torch.nn's time in a training
+    step (0.71-1.47x in inference: left), the sweep's 3-D kernel-2 shapes under 2 MFLOP
+    1.12-2.16x. bf16: torch.nn's CPU kernel is the slower one."""
     version = version or _lowering.LINKED
     isa = isa or _lowering.HOST_ISA
     if dtype != torch.float32 or (version, isa) not in TORCH_FASTER:
@@ -93,6 +100,10 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     if flops < TINY_FLOPS:
         return (f"torch.nn's kernel: faster for a problem of {flops / 1e3:.0f} kFLOP, where a call's "
                 f"fixed cost decides, on oneDNN {version[0]}.{version[1]} {isa} (the default rule; "
+                f"convert(..., tune=True) measures)")
+    if recorded and nsp == 3 and tuple(kernel) == tuple(stride) and flops < SMALL_3D_RECORDED_FLOPS:
+        return (f"torch.nn's kernel: faster for a 3-D training call of {flops / 1e6:.1f} MFLOP with "
+                f"kernel == stride on oneDNN {version[0]}.{version[1]} {isa} (the default rule; "
                 f"convert(..., tune=True) measures)")
     if recorded or nsp < 2 or per_group > FEW_CHANNELS or any(s < 2 for s in stride):
         return None
