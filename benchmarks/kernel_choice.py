@@ -95,7 +95,7 @@ def main() -> None:
         size = size * 4 if nsp == 2 else size
         ratio, low, high, theirs = measure(nsp, geometry, cin, cout, size, args.train)
         rule = _kernel_choice.torch_nn_by_default(nsp, (1, cin) + (size,) * nsp,
-                                                  (cin, cout) + (geometry[0],) * nsp, (2,) * nsp, 1,
+                                                  (cin, cout) + (geometry[0],) * nsp, (2,) * nsp,
                                                   torch.float32, args.train)
         lines.append(f"| {nsp}-D k{geometry[0]} s{geometry[1]} {cin} -> {cout} | {size}^{nsp} | "
                      f"{ratio:.2f} ({low:.2f}-{high:.2f}) | {theirs * 1e6:.0f} | {'yes' if rule else ''} |")

@@ -12,9 +12,10 @@ once per layer, input shape, dtype, memory format and whether the call records g
   on a quiet machine (``_impl.tuning.verdict``, as ``compile_op(tune=True)`` decides). The
   verdict is stored in the tuning database (per machine, with PyTorch's version in the
   problem), so each shape is measured once per machine.
-* **The default rule** (``torch_nn_by_default``), where nothing was measured: calls that
-  record no gradient, f32, where oneDNN 3.2's strided kernels for few output channels
-  lose to torch.nn's on the CPU families measured.
+* **The default rule** (``torch_nn_by_default``), where nothing was measured: f32 calls
+  where a call's fixed cost decides (tiny problems), where oneDNN 3.2's strided kernels
+  for few output channels lose (calls without gradients), and small 3-D training calls
+  with kernel == stride, on the CPU families measured.
 
 ``ONEDNN_GRAPH_TORCH_KERNELS=off`` in the environment (read at each decision) holds every
 call to oneDNN's kernel: no default rule, no measurement.
@@ -59,7 +60,7 @@ SMALL_3D_RECORDED_FLOPS = 1 << 21
 
 
 def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, stride: tuple,
-                        groups: int, dtype: torch.dtype, recorded: bool,
+                        dtype: torch.dtype, recorded: bool,
                         version: Optional[tuple[int, int]] = None,
                         isa: Optional[str] = None) -> Optional[str]:
     """Why torch.nn's kernel computes a call by default, or None (oneDNN's), on a (oneDNN,
@@ -127,28 +128,32 @@ def tune(layer: torch.nn.Module) -> None:
     _tuned.add(layer)
 
 
+def _held_to_onednn() -> bool:
+    """Whether ``ONEDNN_GRAPH_TORCH_KERNELS`` holds every call to oneDNN's kernel."""
+    return os.environ.get(ENV, "").strip().lower() in _OFF
+
+
 def by_rule(layer: Any, input: torch.Tensor, weight: torch.Tensor) -> bool:
     """Whether the default rule gives torch.nn's kernel a call that torch.compile traces
-    (its shapes are all there is: nothing is timed on fake tensors), and the call records
-    no gradient."""
+    (its shapes are all there is: nothing is timed on fake tensors), in the dtype autocast
+    casts it to."""
     recorded = torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad)
     dtype = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else input.dtype
-    return input.dim() == weight.dim() and os.environ.get(ENV, "").strip().lower() not in _OFF and \
+    return input.dim() == weight.dim() and not _held_to_onednn() and \
         torch_nn_by_default(input.dim() - 2, tuple(input.shape), tuple(weight.shape),
-                            tuple(layer.stride), layer.groups, dtype, recorded) is not None
+                            tuple(layer.stride), dtype, recorded) is not None
 
 
 def decide(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
-           bias: Optional[torch.Tensor], recorded: bool, stride: tuple, groups: int,
+           bias: Optional[torch.Tensor], recorded: bool,
            onednn: Callable[..., torch.Tensor], torch_nn: Callable[..., torch.Tensor]) -> Optional[str]:
     """Why torch.nn's kernel computes this call of `layer` (and every call like it), or
     None where oneDNN's does. `onednn` and `torch_nn` compute the call from (input,
     weight, bias) on each kernel, for measuring."""
-    if os.environ.get(ENV, "").strip().lower() in _OFF:
+    if _held_to_onednn():
         return None
-    nsp = input.dim() - 2
-    default = torch_nn_by_default(nsp, tuple(input.shape), tuple(weight.shape), tuple(stride),
-                                  groups, input.dtype, recorded)
+    default = torch_nn_by_default(input.dim() - 2, tuple(input.shape), tuple(weight.shape),
+                                  tuple(layer.stride), input.dtype, recorded)
     kind, why = (ONEDNN, "") if default is None else (TORCH_NN, default)
     if layer in _tuned or tuning_enabled():
         kind, why = _measured(layer, input, weight, bias, recorded, default, onednn, torch_nn)

@@ -131,10 +131,11 @@ def _torch_kernel(layer: Any, plan: _Plan, input: torch.Tensor, weight: torch.Te
                   bias: Optional[torch.Tensor], recorded: bool) -> Optional[str]:
     """Why torch.nn's kernel computes this call, or None: oneDNN's (``_kernel_choice``,
     decided once per input layout and whether the call records gradients)."""
-    kernel = plan.kernels.get((input.stride(), recorded), _UNDECIDED)
+    kind = (input.stride(), recorded)
+    kernel = plan.kernels.get(kind, _UNDECIDED)
     if kernel is _UNDECIDED:
-        kernel = plan.kernels[(input.stride(), recorded)] = _kernel_choice.decide(
-            layer, input, weight, bias, recorded, layer.stride, layer.groups,
+        kernel = plan.kernels[kind] = _kernel_choice.decide(
+            layer, input, weight, bias, recorded,
             functools.partial(_on_onednn, layer, plan), functools.partial(torch_nn, layer))
     return kernel
 
