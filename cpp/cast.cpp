@@ -69,6 +69,9 @@ constexpr int64_t parallel_from = 1 << 16;
 constexpr int64_t block_elements = 1 << 14;
 // Strided rows go through buffers of this many elements on the stack.
 constexpr int64_t gather_elements = 512;
+// Rows shorter than this cost more in their call than in their elements: where the
+// destination is dense over two axes, they go as tiles (CastJob::tile).
+constexpr int64_t short_row = 16;
 
 // Fills `job`'s walk from the arrays' axes (extent, src stride, dst stride): axes of
 // extent 1 dropped, the smallest |dst stride| innermost (so that writes run along
@@ -114,8 +117,10 @@ void plan_walk(CastJob &job, const py::array &s, const py::array &d, const std::
     if (m >= 2) {
         const CastAxis &outer = job.axis[m - 2], &inner = job.axis[m - 1];
         const auto from = static_cast<int64_t>(s.itemsize()), to = static_cast<int64_t>(d.itemsize());
-        job.tile = inner.dst_stride == to && inner.src_stride != from && outer.src_stride == from
-                && outer.dst_stride == inner.extent * to && inner.extent <= gather_elements;
+        // Gathered wherever the destination is dense over both axes and the rows would be
+        // strided or short in the source (a depth-to-space: each row a few phases).
+        job.tile = inner.dst_stride == to && outer.dst_stride == inner.extent * to
+                && inner.extent <= gather_elements && (inner.src_stride != from || inner.extent < short_row);
     }
 }
 

@@ -32,10 +32,9 @@ struct CastJob {
     int axes = 0;
     CastAxis axis[max_cast_axes];
     // The last two axes are one row that the destination holds densely and the
-    // source interleaves: it steps densely through the outer of the two and by a
-    // stride through the inner one (a depth-to-space: kernel positions of a
-    // row of an NCX tensor). Converted as one gathered row, not as rows of the
-    // inner axis's few elements.
+    // source interleaves or holds in short pieces: it steps through the two by its
+    // own strides (a depth-to-space: kernel positions or output phases of a row).
+    // Converted as one gathered row, not as rows of the inner axis's few elements.
     bool tile = false;
 };
 

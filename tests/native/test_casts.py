@@ -148,6 +148,34 @@ def test_depth_to_space_copies_and_converts_where_it_lies(rng, path, dtype, bloc
         np.testing.assert_array_equal(back, dst.astype(np.float32))
 
 
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
+@pytest.mark.parametrize("layout", ["NCX", "NXC"])
+@pytest.mark.parametrize("channels,strides", [(3, (2, 2)), (1, (4,)), (2, (2, 2, 2)), (20, (2, 2))])
+def test_phases_into_place(rng, path, dtype, layout, channels, strides):
+    """The sub-pixel formulation's copy (_impl/subpixel_form.py): a dense (N, Q..., s...,
+    O) result into each phase's place of an NCX or NXC output, where the destination's
+    rows are strided or a few elements long in the source (gathered as tiles, CastJob::tile;
+    20 channels: rows too long for that, on the plain walk); big enough to be threaded.
+    Truth: NumPy's copy and astype of the same view, bit for bit."""
+    rank, n, q = len(strides), 3, {1: 300, 2: 24, 3: 8}[len(strides)]
+    result = rng.standard_normal((n,) + (q,) * rank + strides + (channels,)).astype(np.float32)
+    # (N, Q0, Q1, s0, s1, O) -> (N, Q0, s0, Q1, s1, O): each phase beside its position
+    order = [0] + [a for i in range(rank) for a in (1 + i, 1 + rank + i)] + [1 + 2 * rank]
+    src = result.transpose(order)
+    target = np.float32 if dtype == "f32" else LOW[dtype]
+    big = (n,) + tuple(q * s for s in strides) + (channels,)
+    out = np.empty(big if layout == "NXC" else (n, channels) + big[1:-1], target)
+    channels_last = out if layout == "NXC" else np.moveaxis(out, 1, -1)
+    dst = channels_last.reshape(src.shape)  # a view: splitting axes keeps the memory
+    assert np.shares_memory(dst, out)
+    _core.cast(src, dst, path=path)
+    want = src.astype(target).reshape(big)
+    got = channels_last
+    np.testing.assert_array_equal(_bits(got) if dtype != "f32" else got,
+                                  _bits(want) if dtype != "f32" else want)
+
+
 @pytest.mark.parametrize("shape", [(0,), (3, 0, 2), (), (1,), (17,), (1, 1, 33)])
 def test_empty_scalar_and_odd_sized_arrays(rng, shape):
     src = rng.standard_normal(shape).astype(np.float32)
