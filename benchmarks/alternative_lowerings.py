@@ -72,6 +72,16 @@ HELD_OUT = [
     suite.Case("depthwise-k3-s2", 8, 128, 128, (28, 28), 3, 2, 1, groups=128),
     suite.Case("depthwise-1d-k8-s4", 8, 64, 64, (256,), 8, 4, 2, groups=64),
     suite.Case("depthwise-3d-k4-s2", 2, 32, 32, (8, 16, 16), 4, 2, 1, groups=32),
+    # strided with few output channels, where one stride-1 Convolution can compute every
+    # output phase as channels (sub-pixel): GAN generators' last layers, volumes, audio
+    suite.Case("gan-last-k4-c3", 16, 64, 3, (32, 32), 4, 2, 1),
+    suite.Case("gan-last-k4-c1", 8, 128, 1, (32, 32), 4, 2, 1),
+    suite.Case("gan-k4-c4", 8, 64, 4, (32, 32), 4, 2, 1),
+    suite.Case("gan-k4-c8", 8, 64, 8, (32, 32), 4, 2, 1),
+    suite.Case("gan-k4-c16", 8, 64, 16, (32, 32), 4, 2, 1),
+    suite.Case("gan-k6-c3", 8, 64, 3, (32, 32), 6, 2, 2),
+    suite.Case("volume-k4-c2", 2, 32, 2, (16, 16, 16), 4, 2, 1),
+    suite.Case("audio-k8s4-c1", 8, 64, 1, (1024,), 8, 4, 2),
 ]
 
 
@@ -97,6 +107,8 @@ def main() -> None:
     parser.add_argument("--kinds", default="CT,CTBD,CTBW,CBD")
     parser.add_argument("--dtypes", default="f32,bf16")
     parser.add_argument("--formats", default="NCX,NXC")
+    parser.add_argument("--forms", help="comma-separated alternatives to time (matmul, packed, "
+                        "polyphase, subpixel, rewrite); default: all")
     args = parser.parse_args()
     cases = HELD_OUT if args.held_out else suite.CASES
     wanted = set(args.cases.split(",")) if args.cases else None
@@ -118,6 +130,8 @@ def main() -> None:
                     if not others:
                         continue  # e.g. ConvolutionBackwardData with groups > 1
                     for other in others:
+                        if args.forms and (_lowering.formed(other) or "rewrite") not in args.forms.split(","):
+                            continue
                         measure(p, case, dtype, fmt, plan, input_shapes, native, other)
 
 
@@ -146,7 +160,7 @@ def measure(p: suite.Problem, case: suite.Case, dtype: str, fmt: str, plan: Any,
             samples[i].append(run[i](n))
     a, b = (float(np.median(s)) for s in samples)
     form = {"matmul": "MatMul", "packed": f"packed x{other.attrs.get('positions')}",
-            "polyphase": "polyphase"}.get(
+            "polyphase": "polyphase", "subpixel": "sub-pixel"}.get(
         _lowering.formed(other) or "", other.lowering.split(" (")[0])
     print(f"| {case.name} | {suite.SHORT[p.kind]} | {dtype} | {fmt} | {form} | {a * 1e3:.3f} | "
           f"{b * 1e3:.3f} | {b / a:.2f} | {'yes' if ok else 'NO'} |", flush=True)

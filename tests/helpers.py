@@ -79,6 +79,53 @@ def run_python(code, timeout=120):
     return proc.stdout
 
 
+# --- strided problems of the formulations on views (tests/api/test_polyphase_form.py,
+# tests/api/test_subpixel_form.py) ------------------------------------------------
+
+def strided_problem(rng, kind, fmt, wfmt, rank, geometry, groups=1, c=4, o=4, bias=False, batch=2,
+                    spatial=(5, 4, 3)):
+    """f32 arrays and keywords of a ConvTranspose or ConvolutionBackwardData of `geometry`
+    (kernel, stride, pads_begin, pads_end, output_padding) on `spatial[:rank]` positions."""
+    k, s, pb, pe, op = geometry
+    x = spatial[:rank]
+    y = tuple(s * (v - 1) + k - pb - pe + op for v in x)
+    small = shapes.data_shape_for(fmt, batch, c, x)
+    big = shapes.data_shape_for(fmt, batch, o, y)
+    attrs = _attrs.normalize(kind, rank, weights_format=wfmt, groups=groups)
+    transposed = kind == "ConvTranspose"
+    w_shape = shapes.weights_shape_for(attrs, c, o, (k,) * rank) if transposed else \
+        shapes.weights_shape_for(attrs, o, c, (k,) * rank)
+    kw = dict(strides=s, pads_begin=pb, pads_end=pe, groups=groups, data_format=fmt, weights_format=wfmt)
+    arrays = [random(rng, small, "f32"), random(rng, w_shape, "f32")]
+    if transposed:
+        if op:
+            kw["output_padding"] = op
+        if bias:
+            arrays.append(random(rng, (o,), "f32"))
+    else:
+        kw["dst_shape"] = big
+    return arrays, kw
+
+
+def formed_call(kind, arrays, kw, way_of):
+    """Run `kind` on `arrays` as the formulation ``way_of(plan, input_shapes, native)``
+    gives (``_lowering.polyphase_way``, ``subpixel_way``, ...): (the prepared call, its
+    result, NaN before it ran), or None where the formulation does not apply."""
+    import dataclasses
+
+    import numpy as np
+    from onednn_graph._impl import call as _call
+
+    cp = plan_call(kind, _registry.input_names(kind)[:len(arrays)], arrays, dict(kw))
+    way = way_of(cp.plan, cp.input_shapes, cp.native)
+    if way is None:
+        return None
+    prepared = _call.prepare(dataclasses.replace(cp, way=way), arrays)
+    out = np.full(cp.result_shape, np.nan, np.float32)
+    prepared.run(list(arrays), out)
+    return prepared, out
+
+
 # --- cases of the reference's adjoint identities (tests/unit/test_reference.py,
 # tests/api/test_adjoint.py) ---------------------------------------------------
 

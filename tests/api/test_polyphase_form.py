@@ -9,46 +9,18 @@ Each output is the same sum of the same products as the op's, so its f32 bound h
 import dataclasses
 import itertools
 
-import numpy as np
 import pytest
 
 import onednn_graph as og
-from onednn_graph import shapes
 from onednn_graph._impl import (call as _call, lowering as _lowering, plan as _plan,
                                 registry as _registry)
 from onednn_graph._tools import runner as _runner
 from onednn_graph._impl.registry import input_names
-from helpers import assert_call_matches_reference, random
+from helpers import assert_call_matches_reference, formed_call, random, strided_problem
 
 CT, CBD = "ConvTranspose", "ConvolutionBackwardData"
 # (kernel, stride, pads_begin, pads_end, output_padding)
 GEOMETRIES = [(4, 2, 1, 1, 0), (3, 2, 1, 1, 1), (5, 3, 2, 1, 0), (2, 2, 0, 0, 0), (4, 2, 2, 0, 0)]
-
-
-def _problem(rng, kind, fmt, wfmt, rank, geometry, groups, c=4, o=4, bias=False, batch=2,
-             spatial=(5, 4, 3)):
-    k, s, pb, pe, op = geometry
-    x = spatial[:rank]
-    y = tuple(s * (v - 1) + k - pb - pe + op for v in x)
-    small = shapes.data_shape_for(fmt, batch, c, x)
-    big = shapes.data_shape_for(fmt, batch, o, y)
-    attrs = og._impl.attrs.normalize(kind, rank, weights_format=wfmt, groups=groups)
-    w_shape = shapes.weights_shape_for(attrs, c, o, (k,) * rank) if kind == CT else \
-        shapes.weights_shape_for(attrs, o, c, (k,) * rank)
-    kw = dict(strides=s, pads_begin=pb, pads_end=pe, groups=groups, data_format=fmt, weights_format=wfmt)
-    arrays = [random(rng, small, "f32"), random(rng, w_shape, "f32")]
-    if kind == CT:
-        if op:
-            kw["output_padding"] = op
-        if bias:
-            arrays.append(random(rng, (o,), "f32"))
-    else:
-        kw["dst_shape"] = big
-    return arrays, kw
-
-
-
-
 
 
 @pytest.mark.parametrize("kind,wfmt", [(k, f) for k in (CT, CBD) for f in _registry.SPECS[k].weights_formats])
@@ -59,15 +31,12 @@ def test_matches_the_reference(rng, kind, wfmt, fmt, rank):
     for geometry, groups in itertools.product(GEOMETRIES, (1, 2, 4)):
         if kind == CBD and geometry[4]:
             continue  # ConvolutionBackwardData's size comes from dst_shape
-        arrays, kw = _problem(rng, kind, fmt, wfmt, rank, geometry, groups, bias=kind == CT)
-        cp = _plan.plan_call(kind, input_names(kind)[:len(arrays)], arrays, dict(kw))
-        way = _lowering.polyphase_way(cp.plan, cp.input_shapes, cp.native)
-        if way is None:
+        arrays, kw = strided_problem(rng, kind, fmt, wfmt, rank, geometry, groups, bias=kind == CT)
+        ran_as = formed_call(kind, arrays, kw, _lowering.polyphase_way)
+        if ran_as is None:
             continue  # an output the stride does not divide
-        prepared = _call.prepare(dataclasses.replace(cp, way=way), arrays)
+        prepared, out = ran_as
         assert prepared.op.lowering.startswith(_lowering.AS_POLYPHASE)
-        out = np.full(cp.result_shape, np.nan, np.float32)
-        prepared.run(list(arrays), out)
         assert_call_matches_reference(kind, arrays, kw, out, "f32")
         ran += 1
     assert ran >= 6  # the geometries above whose outputs the stride divides, in 3 group counts
@@ -94,7 +63,7 @@ def test_where_it_does_not_apply(rng):
 ])
 def test_default_rule(rng, kind, fmt, groups, isa, chosen):
     wfmt = _registry.SPECS[kind].weights_formats[0]
-    arrays, kw = _problem(rng, kind, fmt, wfmt, 2, (4, 2, 1, 1, 0), groups, c=64, o=64, batch=8,
+    arrays, kw = strided_problem(rng, kind, fmt, wfmt, 2, (4, 2, 1, 1, 0), groups, c=64, o=64, batch=8,
                           spatial=(32, 32))
     cp = _plan.plan_call(kind, input_names(kind)[:len(arrays)], arrays, dict(kw))
     way = _lowering.preferred(cp.plan, cp.input_shapes, cp.native, "f32", isa=isa,
@@ -109,7 +78,7 @@ def test_default_rule(rng, kind, fmt, groups, isa, chosen):
 @pytest.mark.parametrize("kind", [CT, CBD])
 def test_reproducer_holds_a_convolution_per_phase_and_replays_exactly(rng, kind):
     wfmt = _registry.SPECS[kind].weights_formats[0]
-    arrays, kw = _problem(rng, kind, "NXC", wfmt, 2, (4, 2, 1, 1, 0), 4, bias=kind == CT)
+    arrays, kw = strided_problem(rng, kind, "NXC", wfmt, 2, (4, 2, 1, 1, 0), 4, bias=kind == CT)
     cp = _plan.plan_call(kind, input_names(kind)[:len(arrays)], arrays, dict(kw))
     way = _lowering.polyphase_way(cp.plan, cp.input_shapes, cp.native)
     prepared = _call.prepare(dataclasses.replace(cp, way=way), arrays)

@@ -89,6 +89,35 @@ def test_other_layers_and_layouts(case):
     assert got.is_contiguous() == want.is_contiguous()  # the model's result: stock's layout
 
 
+@pytest.mark.parametrize("channels_last", [False, True], ids=["NCHW", "channels-last"])
+@pytest.mark.parametrize("bias", [False, True], ids=["no bias", "bias"])
+def test_a_few_channel_last_layer_runs_as_one_subpixel_convolution(channels_last, bias):
+    # A generator's last block at a real model's width (64 -> 3 channels, k4 s2 p1, after
+    # BatchNorm + ReLU) where the default rule makes it the sub-pixel Convolution
+    # (_impl/subpixel_form.py) on the CPUs it was measured on: its weights gathered and
+    # packed once, Tanh fused; against stock, then after an in-place change of the weights.
+    from onednn_graph._impl import lowering
+    stock = _generator(bias=bias, c=(16, 64, 3))
+    model = ot.convert(copy.deepcopy(stock), inference=True)
+    z = torch.randn(2, 16, 1, 1)
+    x = torch.randn(2, 64, 32, 32)
+    x = x.to(memory_format=torch.channels_last) if channels_last else x
+    last = model[3]
+    with torch.inference_mode():
+        assert _close(model(z), stock(z))
+        got, want = last(x), stock[4](stock[3](x))  # the layer applies the Tanh after it
+        assert _close(got, want)
+        assert got.stride() == want.stride()
+        packed = _inference._packed[id(last)][1]
+        if (lowering.LINKED, lowering.HOST_ISA) in lowering.SUBPIXEL_CHANNELS:
+            assert isinstance(packed.fused, _inference._SubpixelCall)
+    with torch.no_grad():
+        for m in (last, stock[3]):
+            m.weight.mul_(-0.5)
+    with torch.inference_mode():
+        assert _close(last(x), stock[4](stock[3](x)))
+
+
 def test_bf16_autocast_packs_bf16_weights_once():
     stock, model = _pair()
     z = torch.randn(4, 16, 1, 1)

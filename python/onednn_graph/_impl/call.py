@@ -22,7 +22,8 @@ from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, batch_parts as _batch_parts, casts as _casts,
                compiled as _compiled, epilogue_apart as _epilogue_apart, kernels as _kernels,
                lowering as _lowering, matmul_form as _matmul_form, packed_form as _packed_form,
-               plan as _plan, polyphase_form as _polyphase_form, tuning as _tuning,
+               plan as _plan, polyphase_form as _polyphase_form, subpixel_form as _subpixel_form,
+               tuning as _tuning,
                tuning_db as _tuning_db, unreached as _unreached)
 from .arrays import dtype_name
 from ..errors import UnsupportedError
@@ -331,7 +332,8 @@ def formed_op(way: _lowering.NativeOp, dtype: str, metas: list[tuple], out: tupl
     made for arrays of `metas` and a result of `out` ((shape, element strides) each);
     unless `compile`, only described (its ``graph_ops`` for a reproducer)."""
     made = {"matmul": _matmul_form.MatMulForm, "packed": _packed_form.PackedForm,
-            "polyphase": _polyphase_form.PolyphaseForm}[_lowering.formed(way) or ""]
+            "polyphase": _polyphase_form.PolyphaseForm,
+            "subpixel": _subpixel_form.SubpixelForm}[_lowering.formed(way) or ""]
     return made(way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads,
                 compile=compile)
 

@@ -251,11 +251,12 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     fastest. The rewrites into another convolution-family op (``_rewrites``); for
     kernel == stride without pads or dilation, one MatMul (``matmul_way``); for a
     stride-1 op with few output channels, the Convolution that computes several
-    positions per channel (``packed_way``)."""
+    positions per channel (``packed_way``); for a strided one, a stride-1 Convolution per
+    output phase (``polyphase_way``) and one for all phases (``subpixel_way``)."""
     ways = _rewrites(plan, input_shapes, chosen, why)
     matmul = None if _bias_along_rows(plan, input_shapes) else matmul_way(plan, input_shapes, chosen, why)
     for way in (matmul, packed_way(plan, input_shapes, chosen, why),
-                polyphase_way(plan, input_shapes, chosen, why)):
+                polyphase_way(plan, input_shapes, chosen, why), subpixel_way(plan, input_shapes, chosen, why)):
         if way is not None:
             ways.append(way)
     return ways
@@ -393,14 +394,63 @@ def polyphase_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chos
     return NativeOp("Convolution", attrs, f"{AS_POLYPHASE} ({why})")
 
 
-#: The formulations that run in f32 only (_impl.packed_form, _impl.polyphase_form): a
-#: bf16/f16 call never takes them, even where it runs as the f32 chain.
-F32_ONLY_FORMS = ("packed", "polyphase")
+#: ``NativeOp.lowering`` of the sub-pixel formulation (``_impl.subpixel_form``).
+AS_SUBPIXEL = "one stride-1 Convolution computing every output phase as channels (sub-pixel)"
+
+
+def subpixel_geometry(stride: int, kernel: int, pad_begin: int, small: int, big: int
+                      ) -> Optional[tuple[list[list[int]], int, int, int]]:
+    """One axis of the sub-pixel formulation: output position ``stride*q + r`` is the
+    sum over m of ``small[q - m] * w[stride*m + r + pad_begin]``, so one stride-1
+    Convolution whose taps j stand for ``m = m_hi - j`` (m_lo <= m <= m_hi: the m with a
+    kernel position in some phase) computes every phase r as channels. Returns (per
+    phase r, the kernel position each tap j reads, or `kernel` where none does: a zero
+    weight; the Convolution's pads begin and end; its output size q), or None where the
+    phases do not tile the output (`big` not a multiple of `stride`) or a pad would be
+    negative."""
+    m_hi = (kernel - 1 - pad_begin) // stride
+    m_lo = -((stride - 1 + pad_begin) // stride)
+    q = big // stride
+    end = q - small - m_lo
+    if big % stride or m_hi < 0 or end < 0:
+        return None
+    taps = [[t if 0 <= t < kernel else kernel
+             for t in (stride * (m_hi - j) + r + pad_begin for j in range(m_hi - m_lo + 1))]
+            for r in range(stride)]
+    return taps, m_hi, end, q
+
+
+def subpixel_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
+                 why: str = "chosen by measurement") -> Optional[NativeOp]:
+    """The call as one stride-1 Convolution whose output channels are every output
+    phase's channels, and the package's copy of them into place (``_impl.subpixel_form``):
+    a ConvTranspose or ConvolutionBackwardData with a stride above 1, dilation 1, groups
+    1, and on every axis an output the stride divides and pads >= 0
+    (``subpixel_geometry``); None elsewhere."""
+    a = plan.attrs
+    if chosen.unreached or chosen.crop or a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA) \
+            or all(s == 1 for s in a.strides) or any(d != 1 for d in a.dilations) or a.groups != 1:
+        return None
+    small = shapes.data_spatial(a.data_format, input_shapes[0])
+    big = shapes.data_spatial(a.data_format, plan.output_shape)
+    if any(subpixel_geometry(s, k, pb, x, y) is None
+           for s, k, pb, x, y in zip(a.strides, plan.kernel, plan.pads_begin, small, big)):
+        return None
+    attrs = dict(form="subpixel", op=a.kind, strides=list(a.strides), pads_begin=list(plan.pads_begin),
+                 data_format=a.data_format, weights_format=a.weights_format)
+    return NativeOp("Convolution", attrs, f"{AS_SUBPIXEL} ({why})")
+
+
+#: The formulations that run in f32 only (_impl.packed_form, _impl.polyphase_form,
+#: _impl.subpixel_form): a bf16/f16 call never takes them, even where it runs as the f32
+#: chain.
+F32_ONLY_FORMS = ("packed", "polyphase", "subpixel")
 
 
 def formed(way: NativeOp) -> Optional[str]:
     """Which of the package's formulations on views of the arrays `way` is: "matmul"
-    (``matmul_way``), "packed" (``packed_way``), "polyphase" (``polyphase_way``), or None
+    (``matmul_way``), "packed" (``packed_way``), "polyphase" (``polyphase_way``),
+    "subpixel" (``subpixel_way``), or None
     (an op on the arrays as they are). Their ``attrs`` name it (``form``)."""
     return way.attrs.get("form")
 
@@ -525,6 +575,14 @@ PACKED_NCX_CHANNELS = 4
 #: f32 as one stride-1 Convolution per output phase (``polyphase_way``): AMD Zen 4
 #: (``preferred`` has the figures).
 POLYPHASE_DEPTHWISE: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2), "avx512_core_bf16")})
+#: (oneDNN version, ISA) -> (most output channels, from how many FLOPs) pairs with which
+#: a strided ConvTranspose / ConvolutionBackwardData (groups 1) runs in f32 as the
+#: sub-pixel Convolution (``subpixel_way``) by default: AMD Zen 4 natively (a vector's 16
+#: lanes hold 4 phases of 4 channels) and capped at AVX2 (8 lanes). Below the FLOPs the
+#: package's per-call gathering of the weights costs more than it saves (``preferred``
+#: has the figures).
+SUBPIXEL_CHANNELS: dict[tuple[tuple[int, int], str], tuple[tuple[int, int], ...]] = {
+    ((3, 2), "avx512_core_bf16"): ((3, 1 << 23), (4, 1 << 25)), ((3, 2), "avx2"): ((2, 1 << 23), (4, 1 << 25))}
 
 #: Below this many FLOPs (``_plan.Problem.flops``) a ConvTranspose without bias and
 #: with groups = 1 runs as the ConvolutionBackwardData over the same weights: at that
@@ -604,6 +662,20 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       strides 2-4), where 3.2's own kernel runs jit_dw on blocked copies; in NCX
       0.91-2.43x, on dense shapes 1.12-8.8x (the strided output views cost there), and
       capped at AVX2 0.62-2.30x: as written there, and ``tune=True`` measures.
+    * ConvTranspose and ConvolutionBackwardData with a stride above 1, groups 1, f32,
+      as one stride-1 Convolution with every output phase as channels (``subpixel_way``),
+      with at most 3 output channels from 8 MFLOP and 4 from 32 MFLOP on AMD Zen 4
+      natively, at most 2 from 8 MFLOP and 4 from 32 MFLOP capped at AVX2
+      (``SUBPIXEL_CHANNELS``). On the benchmark's ``gan-*``, ``volume-*`` and ``audio-*``
+      held-out cases (k4s2, k6s2, 3-D k4s2, 1-D k8s4; 16-100 MFLOP; both layouts, both
+      ops): natively 0.27-0.68x the native time on all 24 rows with 1-3 channels,
+      0.61-0.74x with 4, where 8 and 16 channels took 1.11-2.15x; capped at AVX2
+      0.45-0.68x with 1-2 channels and k6s2 with 3, 0.89-0.94x with 3-4 at k4s2, where 8
+      and 16 took 1.68-2.51x. In a converted torch layer at batch 1
+      (``benchmarks/kernel_choice.py``, k2-k4 s2, 16 and 64 input channels) it lost below
+      those sizes (1-5 MFLOP: up to 1.8x the native op's time, the per-call gathering of
+      the weights) and with 4 channels up to 17 MFLOP (1.17x), and won from them (8-134
+      MFLOP: 0.49-0.93x of torch.nn's time where the native op took 0.90-1.05x).
     * ConvTranspose under ``TINY_FLOPS``, without bias, groups = 1, either data format,
       as the ConvolutionBackwardData over the same weights: on one thread 0.78-0.90x the
       native time at 0.01 and 0.29 MFLOP on the AVX2 EPYC (NCX and NXC; at 1-2 MFLOP
@@ -669,10 +741,15 @@ def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     if (version, isa) in MATMUL_FEW_CHANNELS and per_group < MATMUL_BELOW_CHANNELS \
             and not _bias_along_rows(plan, input_shapes) \
             and (a.data_format == "NCX" or math.prod(plan.kernel) > MATMUL_NXC_ABOVE_POSITIONS):
-        return matmul_way(plan, input_shapes, chosen, f"faster on {library} for few output channels on {isa}")
+        matmul = matmul_way(plan, input_shapes, chosen, f"faster on {library} for few output channels on {isa}")
+        if matmul is not None:
+            return matmul
     if (version, isa) in MATMUL_WIDE_NXC and a.data_format == "NXC" and all(k == 2 for k in plan.kernel) \
             and per_group >= MATMUL_WIDE_FROM_CHANNELS:
         return matmul_way(plan, input_shapes, chosen, f"faster on {library} for NXC kernel 2 on {isa}")
+    if dtype == "f32" and any(channels <= most and flops >= least
+                              for most, least in SUBPIXEL_CHANNELS.get((version, isa), ())):
+        return subpixel_way(plan, input_shapes, chosen, f"faster on {library} for few output channels on {isa}")
     return None
 
 

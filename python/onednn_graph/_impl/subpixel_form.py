@@ -1,0 +1,146 @@
+"""A strided ConvTranspose as one stride-1 Convolution whose channels are the output phases.
+
+Output position ``s*q + r`` of a ConvTranspose with stride s (ConvolutionBackwardData
+is the same op) is a stride-1 Convolution of the input at q over the taps ``s*m + r +
+pad`` of the kernel (``_lowering.subpixel_geometry``). Taking every phase r at once,
+as ``prod(s) * O`` output channels over the union of their taps (zeros where a phase
+has none), is one Convolution whose result is the output with its phases folded into
+channels ("sub-pixel", as PixelShuffle undoes it); the package's copy puts each phase
+in place. oneDNN's strided kernels hold the output channels in vector lanes, so a layer
+with few of them (a GAN generator's last layer: 64 -> 3 channels) leaves most lanes
+empty; here the lanes hold ``prod(s)`` times as many at the price of ``prod(taps * s /
+kernel)`` times the multiplications (2.25 for kernel 4, stride 2, pad 1 in 2-D).
+
+The arithmetic is oneDNN's; the package gathers the weights into the wider kernel and
+tiles the bias (per call on the op's own path, ``SubpixelForm``; once per weight change
+in ``onednn_graph.torch``'s inference mode, ``_inference._SubpixelCall``, with its
+epilogue fused).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .. import _core, shapes
+from . import arrays as _arrays, formed as _formed, lowering as _lowering
+
+
+class Geometry:
+    """The Convolution that computes op `attrs` (``_lowering.subpixel_way``'s) for an
+    input of `small` and an output of `big` spatial sizes, with `channels` output channels:
+    its attributes (channels-last), its weights' shape (OIX: phase-major output channels),
+    its result's shape (channels-last, dense) and per axis the kernel position each tap
+    reads in each phase (``_lowering.subpixel_geometry``)."""
+
+    def __init__(self, attrs: dict[str, Any], kernel: Sequence[int], small: Sequence[int],
+                 big: Sequence[int], batch: int, in_channels: int, channels: int) -> None:
+        per_axis = [_lowering.subpixel_geometry(s, k, pb, x, y)
+                    for s, k, pb, x, y in zip(attrs["strides"], kernel, attrs["pads_begin"], small, big)]
+        if any(g is None for g in per_axis):
+            raise ValueError("the sub-pixel form needs an output the strides divide and pads >= 0")
+        self.strides, self.kernel, self.channels = tuple(attrs["strides"]), tuple(kernel), channels
+        self.taps = [g[0] for g in per_axis]  # type: ignore[index]
+        self.phases = math.prod(self.strides)
+        self.attrs = dict(strides=[1] * len(kernel), dilations=[1] * len(kernel), auto_pad="None",
+                          pads_begin=[g[1] for g in per_axis], pads_end=[g[2] for g in per_axis],  # type: ignore[index]
+                          groups=1, data_format="NXC", weights_format="OIX")
+        self.weights_shape = (self.phases * channels, in_channels, *[len(t[0]) for t in self.taps])
+        self.result_shape = (batch, *[g[3] for g in per_axis], self.phases * channels)  # type: ignore[index]
+
+    def weights(self, canonical: np.ndarray) -> np.ndarray:
+        """The Convolution's weights from the op's as (C, O, k...): output channel
+        ``phase * O + o``, input channel c, tap j is ``canonical[c, o, taps[phase][j]]``,
+        zero where no position lands."""
+        padded = np.zeros(canonical.shape[:2] + tuple(k + 1 for k in self.kernel), canonical.dtype)
+        padded[(slice(None), slice(None)) + tuple(slice(0, k) for k in self.kernel)] = canonical
+        rank = len(self.kernel)
+        # Index array per axis shaped (phase_0, tap_0, phase_1, tap_1, ...): each on its two axes.
+        index = []
+        for axis, taps in enumerate(self.taps):
+            shape = [1] * (2 * rank)
+            shape[2 * axis], shape[2 * axis + 1] = len(taps), len(taps[0])
+            index.append(np.asarray(taps).reshape(shape))
+        gathered = padded[(slice(None), slice(None)) + tuple(index)]  # (C, O, r0, j0, r1, j1, ...)
+        phases_first = gathered.transpose([2 + 2 * i for i in range(rank)] + [1, 0] +
+                                          [3 + 2 * i for i in range(rank)])
+        return np.ascontiguousarray(phases_first).reshape(self.weights_shape)
+
+    def bias(self, bias: np.ndarray) -> np.ndarray:
+        """The op's bias for each phase's channels."""
+        return np.tile(bias, self.phases)
+
+    def place(self, result: np.ndarray, output: np.ndarray) -> None:
+        """Copy the Convolution's `result` (``result_shape``) into `output`, a
+        channels-last view (N, Y..., O): phase r of position q to position ``s*q + r``."""
+        rank, item = len(self.strides), output.itemsize
+        n, *spatial, o = output.shape
+        steps = [st // item for st in output.strides]
+        blocks = [(n, steps[0])]
+        for y, s, st in zip(spatial, self.strides, steps[1:-1]):
+            blocks.append((y // s, st * s))
+        blocks += [(s, st) for s, st in zip(self.strides, steps[1:-1])] + [(o, steps[-1])]
+        # result (N, Q..., phases..., O) in its memory order against blocks (N, Q..., r..., O)
+        shaped = result.reshape((n, *[b for b, _ in blocks[1:1 + rank]], *self.strides, o))
+        _core.cast(shaped, _formed.view(output, blocks))
+
+
+def _geometry(attrs: dict[str, Any], inputs: Sequence[tuple], output: tuple) -> tuple[Geometry, Any]:
+    """The op's sub-pixel Geometry and its weights' parts (``_formed.weights_parts``)."""
+    fmt = attrs["data_format"]
+    parts = _formed.weights_parts(attrs["op"], attrs["weights_format"], inputs[1][0], inputs[1][1], 1)
+    kernel = [e for e, _ in parts["k"]]
+    small, big = inputs[0][0], output[0]
+    geometry = Geometry(attrs, kernel, shapes.data_spatial(fmt, small), shapes.data_spatial(fmt, big),
+                        small[0], parts["c"][0], parts["o"][0])
+    return geometry, parts
+
+
+def channels_last_meta(meta: tuple, fmt: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A data tensor's (shape, strides) as the channels-last view of its memory."""
+    shape, strides = (tuple(v) for v in meta)
+    if fmt == "NXC":
+        return shape, strides
+    order = shapes.format_permutation("NCX", "NXC", len(shape))
+    return tuple(shape[i] for i in order), tuple(strides[i] for i in order)
+
+
+def channels_last(array: np.ndarray, fmt: str) -> np.ndarray:
+    """A data array as its channels-last view."""
+    return array if fmt == "NXC" else np.moveaxis(array, 1, -1)
+
+
+class SubpixelForm(_formed.Formed):
+    """A strided ConvTranspose / ConvolutionBackwardData (groups 1) as one stride-1
+    channels-last Convolution with every output phase as channels, into a scratch array
+    that the package copies into place (``_lowering.subpixel_way`` writes `attrs`)."""
+
+    f32_only = True
+
+    def __init__(self, kind: str, attrs: dict[str, Any], dtype: str, inputs: Sequence[tuple],
+                 output: tuple, constants: Optional[dict[int, np.ndarray]] = None,
+                 input_order: tuple[int, ...] = (), threads: int = 0, compile: bool = True) -> None:
+        super().__init__(kind, attrs, dtype, inputs, output, constants)
+        self.fmt = attrs["data_format"]
+        self.geometry, self.parts = _geometry(attrs, inputs, output)
+        g = self.geometry
+        self.bias = len(inputs) > 2
+        metas = [channels_last_meta(inputs[0], self.fmt), (g.weights_shape, _arrays.dense_strides(g.weights_shape))]
+        if self.bias:
+            metas.append(((g.weights_shape[0],), (1,)))
+        self._build("Convolution", g.attrs, "f32", metas,
+                    (g.result_shape, _arrays.dense_strides(g.result_shape)), threads, compile)
+
+    def _scratch_arrays(self) -> list[Any]:
+        return [np.empty(self.geometry.result_shape, np.float32)]
+
+    def _run(self, inputs: Sequence[np.ndarray], output: np.ndarray, scratch: list[Any]) -> None:
+        p, g = self.parts, self.geometry
+        canonical = _formed.view(inputs[1], [p["c"], p["o"], *p["k"]])  # (C, O, k...)
+        args = [channels_last(inputs[0], self.fmt), g.weights(canonical)]
+        if self.bias:
+            args.append(g.bias(inputs[2]))
+        self.inner.execute(args, scratch[0])
+        g.place(scratch[0], channels_last(output, self.fmt))
