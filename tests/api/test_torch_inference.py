@@ -242,6 +242,23 @@ def test_no_stale_result_after_a_change(change):
         assert _close(model(z), stock(z))
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_a_model_built_under_inference_mode(compiled):
+    # Its parameters are inference tensors, of which PyTorch keeps no version: nothing of
+    # them may be kept packed, or an in-place write under inference_mode would go unseen.
+    with torch.inference_mode():
+        stock = _generator()
+        model = ot.convert(copy.deepcopy(stock), inference=True)
+        run = torch.compile(model) if compiled else model
+        z = torch.randn(2, 16, 1, 1)
+        assert _close(run(z), stock(z))
+        for m in (model, stock):
+            m[0].weight.mul_(-0.5)
+            m[1].running_var.mul_(2.0)
+        assert _close(run(z), stock(z))
+
+
 def test_a_parametrized_weight_whose_original_changes():
     torch.manual_seed(0)
     stock = torch.nn.Sequential(

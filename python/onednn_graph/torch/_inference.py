@@ -371,8 +371,16 @@ Stamp = list  # [(a weak reference to a tensor, its version, its data pointer)]
 
 
 def _stamp(tensors: list[torch.Tensor]) -> Stamp:
-    # (weak: a cache entry must not keep a replaced parameter, or the model, alive)
-    return [(weakref.ref(t), t._version, t.data_ptr()) for t in tensors]
+    # (weak: a cache entry must not keep a replaced parameter, or the model, alive; an
+    # inference tensor has no version: the caller packs for one call only, ``_unversioned``)
+    return [(weakref.ref(t), -1 if t.is_inference() else t._version, t.data_ptr()) for t in tensors]
+
+
+def _unversioned(tensors: list[torch.Tensor]) -> bool:
+    """Whether any of `tensors` is an inference tensor (made under ``torch.inference_mode``,
+    as a model built there has its parameters): PyTorch keeps no version of one, so an
+    in-place write under inference_mode would go unseen by a packed call's stamp."""
+    return any(t.is_inference() for t in tensors)
 
 
 def _same(stamp: Stamp, tensors: list[torch.Tensor]) -> bool:
@@ -468,6 +476,8 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
         weight, bias = _layer.weight_and_bias(layer)
         if autocast is None and _layer.runs_torch_nn(layer, input, weight, bias):
             return _composed(layer, input, weight, bias, epilogue)  # torch.nn's kernel is faster
+        if _unversioned(sources):  # no change to them would be seen: nothing is packed
+            return _composed(layer, input, weight, bias, epilogue)
         packed = _pack(geometry_of(layer), input, weight, bias, norm_of(epilogue.bn),
                        None if epilogue.act is None else post_of(epilogue.act), key, sources,
                        autocast, stock_format, epilogue.next_layer is not None)
@@ -567,6 +577,8 @@ def run_registered(input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
                             f"{len(weight.shape) - 2}-D data of a dtype oneDNN computes (float32, "
                             f"bfloat16, float16) on the CPU, got {input.dtype} {tuple(input.shape)} "
                             f"on {input.device}")
+        if _unversioned(sources):  # packed for this call only: a change would go unseen
+            return packed.run(input)
         _keep(_packed_by_weight, weight, packed)
     return packed.run(input)
 
