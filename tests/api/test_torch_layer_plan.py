@@ -140,3 +140,20 @@ def test_the_plan_stays_beside_the_layer_not_in_it():
     import gc
     gc.collect()
     assert key not in _layer._plans or _layer._plans[key][0]() is not None  # gone with its layer
+
+
+def test_a_layer_collected_after_the_modules_globals_leaves_no_error(monkeypatch):
+    # At interpreter exit a layer (held by a torch.compile cache, say) may be collected
+    # after this module's globals are cleared: its plan's weak-reference callback must not
+    # read them (it printed "Exception ignored ... 'NoneType' object has no attribute 'get'").
+    _, ours = _pair()
+    ours(torch.randn(1, 8, 3, 3))
+    plans, key = _layer._plans, id(ours)
+    assert key in plans
+    monkeypatch.setattr(_layer, "_plans", None)
+    errors = []
+    monkeypatch.setattr("sys.unraisablehook", errors.append)
+    del ours
+    import gc
+    gc.collect()
+    assert errors == [] and key not in plans

@@ -59,10 +59,11 @@ _plans: dict[int, tuple[Any, _Plan]] = {}
 os.register_at_fork(after_in_child=_plans.clear)
 
 
-def _forget(ref: Any, key: int) -> None:
-    entry = _plans.get(key)
+def _forget(ref: Any, key: int, plans: dict = _plans) -> None:
+    # (`plans` bound: at interpreter exit a layer may go after this module's globals)
+    entry = plans.get(key)
     if entry is not None and entry[0] is ref:
-        del _plans[key]
+        del plans[key]
 
 
 def _plan_of(layer: torch.nn.Module, key: tuple, args: tuple) -> _Plan:
