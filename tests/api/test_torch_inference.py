@@ -118,6 +118,35 @@ def test_a_few_channel_last_layer_runs_as_one_subpixel_convolution(channels_last
         assert _close(last(x), stock[4](stock[3](x)))
 
 
+@pytest.mark.parametrize("layer,act", [
+    ((16, 1, 3, 1, 1), None),            # stride 1, one output channel: the packed Convolution
+    ((64, 3, 4, 4, 0), None),            # kernel == stride, three channels: the MatMul
+    ((16, 1, 3, 1, 1), torch.nn.ReLU()),  # with its activation fused: the op as written
+], ids=["packed", "matmul", "packed, activation fused"])
+@pytest.mark.parametrize("channels_last", [False, True], ids=["NCHW", "channels-last"])
+def test_a_faster_formulation_on_views_runs_prepared_once(layer, act, channels_last):
+    # Where the default rules give the op a formulation on views of the arrays
+    # (_impl.lowering.preferred), the inference call runs it, prepared once on the folded
+    # weights; against stock, then after an in-place change of the weights.
+    torch.manual_seed(0)
+    c, o, k, s, p = layer
+    stock = torch.nn.Sequential(*[torch.nn.ConvTranspose2d(c, o, k, s, p)] + ([act] if act else [])).eval()
+    model = ot.convert(copy.deepcopy(stock), inference=True)
+    x = torch.randn(8, c, 32, 32)
+    x = x.to(memory_format=torch.channels_last) if channels_last else x
+    with torch.inference_mode():
+        got, want = model(x), stock(x)
+        assert _close(got, want)
+        # the same layout (a 1-channel axis's stride says nothing of it)
+        assert [st for st, n in zip(got.stride(), got.shape) if n > 1] == \
+            [st for st, n in zip(want.stride(), want.shape) if n > 1]
+    with torch.no_grad():
+        for m in (model, stock):
+            m[0].weight.mul_(-0.5)
+    with torch.inference_mode():
+        assert _close(model(x), stock(x))
+
+
 def test_bf16_autocast_packs_bf16_weights_once():
     stock, model = _pair()
     z = torch.randn(4, 16, 1, 1)

@@ -210,3 +210,27 @@ def test_a_tiny_layers_training_step_is_torch_nns_bit_for_bit():
         torch.testing.assert_close(got, want, rtol=0, atol=0)
     row = ot.report(ours)[0]
     assert row.runs_on == "torch.nn" and "with grad" in row.why and "fixed cost" in row.why
+
+
+# Inductor itself calls the deprecated torch.jit.script_method (PyTorch 2.13).
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("epilogue", ["none", "BatchNorm + ReLU"])
+def test_under_torch_compile_a_plain_inference_layer_is_torchs_convolution(epilogue):
+    # With nothing to fold or fuse, torch.compile's graph holds torch's own convolution
+    # (_kernel_choice.plain_in_graph); with an epilogue, the package's fused op. Both
+    # against stock, compiled.
+    torch.manual_seed(0)
+    layers = [torch.nn.ConvTranspose2d(32, 16, 4, 2, 1)]
+    if epilogue != "none":
+        layers += [torch.nn.BatchNorm2d(16), torch.nn.ReLU()]
+    stock = torch.nn.Sequential(*layers).eval()
+    ours = ot.convert(copy.deepcopy(stock), inference=True)
+    x = torch.randn(4, 32, 16, 16)
+    with torch.inference_mode():
+        got, want = torch.compile(ours, fullgraph=True)(x), stock(x)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)  # folding rounds once more in f32
+    with torch.no_grad():
+        explained = torch._dynamo.explain(ours)(x)
+    ops = [str(n.target) for g in explained.graphs for n in g.graph.nodes if n.op == "call_function"]
+    assert any("conv_transpose_inference" in op for op in ops) == (epilogue != "none"), ops
+    assert ("torch's convolution" in ot.report(ours)[0].why) == (epilogue == "none")

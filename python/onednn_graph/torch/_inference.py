@@ -51,8 +51,9 @@ import numpy as np
 import torch
 
 from .. import ops as _ops, post as _post
-from .._impl import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, kernels as _kernels,
-                     lowering as _lowering, plan as _plan, subpixel_form as _subpixel_form)
+from .._impl import (arrays as _arrays, as_f32 as _as_f32, call as _call, compiled as _compiled,
+                     kernels as _kernels, lowering as _lowering, plan as _plan,
+                     subpixel_form as _subpixel_form)
 from . import _kernel_choice, _layer, _library, _native, _routing, functional as _functional
 
 __all__ = ["Epilogue", "applied", "describe", "disable", "enable", "epilogue_of", "find", "forward",
@@ -274,6 +275,12 @@ def epilogue_of(layer: torch.nn.Module) -> Optional[Epilogue]:
     return layer.__dict__.get(_EPILOGUE)
 
 
+def _plain(epilogue: Epilogue) -> bool:
+    """Whether nothing is folded into the layer or fused after it (under torch.compile,
+    Inductor chooses the layout it hands on)."""
+    return epilogue.bn is None and epilogue.act is None
+
+
 def describe(layer: torch.nn.Module) -> str:
     """What inference does for `layer` (``report``), "" where it has no inference mode."""
     epilogue = epilogue_of(layer)
@@ -286,6 +293,8 @@ def describe(layer: torch.nn.Module) -> str:
         done.append(f"{type(epilogue.act).__name__} fused")
     if epilogue.next_layer is not None:
         done.append("its result channels-last for the next layer")
+    if _kernel_choice.plain_in_graph(_plain(epilogue)):
+        done.append("under torch.compile torch's convolution (nothing to fold or fuse)")
     return "inference in eval: " + ", ".join(done)
 
 
@@ -461,9 +470,11 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
     sources = _sources(layer, epilogue)
     recorded = torch.is_grad_enabled() and (input.requires_grad or any(t.requires_grad for t in sources))
     if recorded or not _library.untraced(input):  # (plain CPU tensors only, nothing tracing)
-        if torch.compiler.is_compiling() and not recorded and _compiles_packed(layer, input) \
-                and not _kernel_choice.by_rule(layer, input, layer.weight):
-            return _compiled_call(layer, input, epilogue)
+        if torch.compiler.is_compiling() and not recorded and _compiles_packed(layer, input):
+            if _kernel_choice.plain_in_graph(_plain(epilogue)):  # torch's convolution in the graph
+                return _layer.torch_nn(layer, input, *_layer.weight_and_bias(layer))
+            if not _kernel_choice.by_rule(layer, input, layer.weight):
+                return _compiled_call(layer, input, epilogue)
         return _composed(layer, input, *_layer.weight_and_bias(layer), epilogue)
     autocast = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
     # The input's memory format as the stock model has it: another layer writes its result
@@ -673,12 +684,19 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
         return _Packed(**made, fused=_SubpixelCall(
             cp.way.attrs, _arrays.dtype_name(x.dtype), _compiled.meta(x), out_meta_shape, arrays[0],
             arrays[1] if len(arrays) > 1 else None, posts, threads, reason))
+    out_meta_strides = out_strides if axes is None else tuple(out_strides[a] for a in axes)
+    if _lowering.formed(cp.way) is not None and not posts:
+        # A formulation on views of the arrays is faster here (``_impl.lowering.preferred``:
+        # few output channels as the packed Convolution or the MatMul): prepared once, on
+        # the folded weights. (Such forms take no post-op: with one the op runs as written.)
+        prepared = _call.prepare(cp, [x, *arrays], out_meta=(out_meta_shape, out_meta_strides),
+                                 threads=threads)
+        return _Packed(**made, fused=lambda x, target: prepared.run([x, *arrays], target))
     if native.lowering != "native" or native.crop or native.unreached:
         # The package lowers this geometry: its fused call, on the weights folded once.
         post_ops = [_post.PostOp(kind, tuple(attrs.items())) for kind, attrs in posts]
         return _Packed(**made, fused=lambda x, target: _ops.conv_transpose(
             x, *arrays, **keywords, post_ops=post_ops, out=target))
-    out_meta_strides = out_strides if axes is None else tuple(out_strides[a] for a in axes)
     name = _arrays.dtype_name(x.dtype)
     in_f32 = name in _arrays.LOW_PRECISION and _kernels.runs_in_f32(
         "ConvTranspose", native.attrs, name, [x.shape] + [a.shape for a in arrays], out_meta_shape,

@@ -144,6 +144,20 @@ def by_rule(layer: Any, input: torch.Tensor, weight: torch.Tensor) -> bool:
                             tuple(layer.stride), dtype, recorded) is not None
 
 
+def plain_in_graph(plain: bool) -> bool:
+    """Whether torch.compile's graph takes torch's own convolution for an inference call
+    (``_inference``) of a layer that is `plain`: nothing folded into it or fused after it
+    (a layout handed on is Inductor's to choose there). Inductor then runs it in the layout it chooses around its
+    own convolutions (channels-last), where the registered op keeps the traced strides,
+    makes Inductor convert its neighbours' data to and from them, and costs its dispatch
+    (about 14 us); with nothing to fold or fuse oneDNN 3.2's kernel does not make that
+    up: MONAI's GAN generator (three plain layers) ran 1.17-1.28x stock compiled with the
+    op and 1.01-1.02x with torch's convolution, MONAI's BasicUNet (four layers handing on
+    channels-last) 1.15x with the op (Zen 4, interleaved in one process). Not where
+    ``ONEDNN_GRAPH_TORCH_KERNELS`` holds calls to oneDNN."""
+    return plain and not _held_to_onednn()
+
+
 def decide(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
            bias: Optional[torch.Tensor], recorded: bool,
            onednn: Callable[..., torch.Tensor], torch_nn: Callable[..., torch.Tensor]) -> Optional[str]:
