@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 import onednn_graph as og  # noqa: E402
 import onednn_graph.torch as ot  # noqa: E402
-from onednn_graph.torch import _inference  # noqa: E402
+from onednn_graph.torch import _inference, _subpixel  # noqa: E402
 
 ACTIVATIONS = {
     "ReLU": torch.nn.ReLU(), "LeakyReLU": torch.nn.LeakyReLU(0.2), "GELU": torch.nn.GELU(),
@@ -110,7 +110,7 @@ def test_a_few_channel_last_layer_runs_as_one_subpixel_convolution(channels_last
         assert got.stride() == want.stride()
         packed = _inference._packed[id(last)][1]
         if (lowering.LINKED, lowering.HOST_ISA) in lowering.SUBPIXEL_CHANNELS:
-            assert isinstance(packed.fused, _inference._SubpixelCall)
+            assert isinstance(packed.fused, _subpixel.SubpixelCall)
     with torch.no_grad():
         for m in (last, stock[3]):
             m.weight.mul_(-0.5)

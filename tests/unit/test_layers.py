@@ -67,6 +67,7 @@ LAYERS = [
     ("5 PyTorch: a forward's own functional calls", {"torch._routing"}),
     ("5 PyTorch: whose kernel runs a layer's call", {"torch._kernel_choice"}),
     ("5 PyTorch: a layer's plan", {"torch._layer"}),
+    ("5 PyTorch: an inference call as the sub-pixel Convolution", {"torch._subpixel"}),
     ("5 PyTorch: inference (folded, fused, packed)", {"torch._inference"}),
     ("5 PyTorch's modules", {"torch.modules"}),
     ("5 PyTorch: a model's layers swapped", {"torch._convert"}),

@@ -13,7 +13,7 @@ kernel)`` times the multiplications (2.25 for kernel 4, stride 2, pad 1 in 2-D).
 
 The arithmetic is oneDNN's; the package gathers the weights into the wider kernel and
 tiles the bias (per call on the op's own path, ``SubpixelForm``; once per weight change
-in ``onednn_graph.torch``'s inference mode, ``_inference._SubpixelCall``, with its
+in ``onednn_graph.torch``'s inference mode, ``torch._subpixel.SubpixelCall``, with its
 epilogue fused).
 """
 
