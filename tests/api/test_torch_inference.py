@@ -140,6 +140,18 @@ def test_a_faster_formulation_on_views_runs_prepared_once(layer, act, channels_l
         # the same layout (a 1-channel axis's stride says nothing of it)
         assert [st for st, n in zip(got.stride(), got.shape) if n > 1] == \
             [st for st, n in zip(want.stride(), want.shape) if n > 1]
+    # Which way the call took: a formulation on views where the rules give the op one on
+    # this CPU and no post-op is fused (the call has no native op then), else the op.
+    import numpy as np
+    from onednn_graph._impl import lowering, plan
+    fmt = "NXC" if channels_last else "NCX"
+    src = np.zeros((8, 32, 32, c) if channels_last else (8, c, 32, 32), np.float32)
+    cp = plan.plan_call("ConvTranspose", ("src", "weights", "bias"),
+                        [src, np.zeros((c, o, k, k), np.float32), np.zeros((o,), np.float32)],
+                        dict(strides=[s, s], pads_begin=[p, p], pads_end=[p, p], data_format=fmt,
+                             weights_format="IOX"))
+    on_views = lowering.formed(cp.way) is not None and act is None
+    assert (_inference._packed[id(model[0])][1].op is None) == on_views
     with torch.no_grad():
         for m in (model, stock):
             m[0].weight.mul_(-0.5)

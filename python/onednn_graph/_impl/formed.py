@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .. import _core
+from .. import _core, shapes
 from . import compiled as _compiled, arrays as _arrays, registry as _registry
 from ..errors import UnsupportedError
 
@@ -78,6 +78,22 @@ def weights_parts(kind: str, wfmt: str, shape: Sequence[int], strides: Sequence[
     small = at[small_letter]
     g, c = _split(small, small[0] // groups)
     return Parts(g=g, c=c, k=kernel, o=at["O" if small_letter == "I" else "I"])
+
+
+def channels_last_meta(meta: Sequence[Sequence[int]], fmt: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A data tensor's (shape, element strides) in `fmt` as the channels-last view of the
+    same memory (the forms' Convolutions run channels-last: oneDNN reads a channels-first
+    array's memory where it lies)."""
+    shape, strides = (tuple(v) for v in meta)
+    if fmt == "NXC":
+        return shape, strides
+    order = shapes.format_permutation("NCX", "NXC", len(shape))
+    return tuple(shape[i] for i in order), tuple(strides[i] for i in order)
+
+
+def channels_last(array: np.ndarray, fmt: str) -> np.ndarray:
+    """A data array in `fmt` as its channels-last view."""
+    return array if fmt == "NXC" else np.moveaxis(array, 1, -1)
 
 
 def view(array: np.ndarray, axes: Sequence[tuple[int, int]]) -> np.ndarray:

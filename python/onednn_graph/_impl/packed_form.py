@@ -22,7 +22,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .. import _core, shapes
+from .. import _core
 from . import arrays as _arrays, formed as _formed
 
 
@@ -46,12 +46,12 @@ class PackedForm(_formed.Formed):
         self.kernel = [e for e, _ in self.weights["k"]]
         # The Convolution runs channels-last: channels-first arrays go to it as
         # channels-last views (oneDNN reads such a source where it lies).
-        self.channels_first = attrs["data_format"] == "NCX"
-        src = _channels_last(*inputs[0]) if self.channels_first else tuple(inputs[0])
+        self.fmt = attrs["data_format"]
+        src = _formed.channels_last_meta(inputs[0], self.fmt)
         # The output as the Convolution's dst: the last spatial axis in blocks of r,
         # each block's positions and channels one channel axis (channels-last: they
         # lie together when the position's stride spans the channels).
-        shape, strides = _channels_last(*output) if self.channels_first else (tuple(v) for v in output)
+        shape, strides = _formed.channels_last_meta(output, self.fmt)
         merged = strides[-2] == big_channels * strides[-1]
         self.dst = (shape[:-2] + (shape[-2] // r, r * big_channels),
                     strides[:-2] + (strides[-2] * r, strides[-1]))
@@ -88,9 +88,8 @@ class PackedForm(_formed.Formed):
     def _run(self, inputs: Sequence[np.ndarray], output: np.ndarray, scratch: list[Any]) -> None:
         wide, result = scratch
         self._spread(inputs[1], wide)
-        if self.channels_first:
-            inputs, output = [np.moveaxis(inputs[0], 1, -1)] + list(inputs[1:]), np.moveaxis(output, 1, -1)
-        args = [inputs[0], wide]
+        output = _formed.channels_last(output, self.fmt)
+        args = [_formed.channels_last(inputs[0], self.fmt), wide]
         if self.bias:
             args.append(np.tile(inputs[2], self.positions))
         if self.direct:
@@ -102,9 +101,3 @@ class PackedForm(_formed.Formed):
         blocks = list(zip(shape[:-2], strides[:-2])) + [
             (shape[-2] // r, strides[-2] * r), (r, strides[-2]), (o, strides[-1])]
         _core.cast(result.reshape([e for e, _ in blocks]), _formed.view(output, blocks))
-
-
-def _channels_last(shape: Sequence[int], strides: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """A channels-first (shape, strides) as the channels-last view of the same memory."""
-    order = shapes.format_permutation("NCX", "NXC", len(shape))
-    return tuple(shape[i] for i in order), tuple(strides[i] for i in order)

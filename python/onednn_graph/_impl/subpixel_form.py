@@ -41,8 +41,16 @@ class Geometry:
                     for s, k, pb, x, y in zip(attrs["strides"], kernel, attrs["pads_begin"], small, big)]
         if any(g is None for g in per_axis):
             raise ValueError("the sub-pixel form needs an output the strides divide and pads >= 0")
-        self.strides, self.kernel, self.channels = tuple(attrs["strides"]), tuple(kernel), channels
+        self.strides, self.kernel = tuple(attrs["strides"]), tuple(kernel)
         self.taps = [g[0] for g in per_axis]  # type: ignore[index]
+        rank = len(kernel)
+        # The kernel position each (phase, tap) reads, per axis, shaped (phase_0, tap_0,
+        # phase_1, tap_1, ...) on its own two axes: ``weights`` gathers with them.
+        self.index = []
+        for axis, taps in enumerate(self.taps):
+            shape = [1] * (2 * rank)
+            shape[2 * axis], shape[2 * axis + 1] = len(taps), len(taps[0])
+            self.index.append(np.asarray(taps).reshape(shape))
         self.phases = math.prod(self.strides)
         self.attrs = dict(strides=[1] * len(kernel), dilations=[1] * len(kernel), auto_pad="None",
                           pads_begin=[g[1] for g in per_axis], pads_end=[g[2] for g in per_axis],  # type: ignore[index]
@@ -57,13 +65,7 @@ class Geometry:
         padded = np.zeros(canonical.shape[:2] + tuple(k + 1 for k in self.kernel), canonical.dtype)
         padded[(slice(None), slice(None)) + tuple(slice(0, k) for k in self.kernel)] = canonical
         rank = len(self.kernel)
-        # Index array per axis shaped (phase_0, tap_0, phase_1, tap_1, ...): each on its two axes.
-        index = []
-        for axis, taps in enumerate(self.taps):
-            shape = [1] * (2 * rank)
-            shape[2 * axis], shape[2 * axis + 1] = len(taps), len(taps[0])
-            index.append(np.asarray(taps).reshape(shape))
-        gathered = padded[(slice(None), slice(None)) + tuple(index)]  # (C, O, r0, j0, r1, j1, ...)
+        gathered = padded[(slice(None), slice(None)) + tuple(self.index)]  # (C, O, r0, j0, r1, j1, ...)
         phases_first = gathered.transpose([2 + 2 * i for i in range(rank)] + [1, 0] +
                                           [3 + 2 * i for i in range(rank)])
         return np.ascontiguousarray(phases_first).reshape(self.weights_shape)
@@ -98,20 +100,6 @@ def _geometry(attrs: dict[str, Any], inputs: Sequence[tuple], output: tuple) -> 
     return geometry, parts
 
 
-def channels_last_meta(meta: tuple, fmt: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """A data tensor's (shape, strides) as the channels-last view of its memory."""
-    shape, strides = (tuple(v) for v in meta)
-    if fmt == "NXC":
-        return shape, strides
-    order = shapes.format_permutation("NCX", "NXC", len(shape))
-    return tuple(shape[i] for i in order), tuple(strides[i] for i in order)
-
-
-def channels_last(array: np.ndarray, fmt: str) -> np.ndarray:
-    """A data array as its channels-last view."""
-    return array if fmt == "NXC" else np.moveaxis(array, 1, -1)
-
-
 class SubpixelForm(_formed.Formed):
     """A strided ConvTranspose / ConvolutionBackwardData (groups 1) as one stride-1
     channels-last Convolution with every output phase as channels, into a scratch array
@@ -127,7 +115,8 @@ class SubpixelForm(_formed.Formed):
         self.geometry, self.parts = _geometry(attrs, inputs, output)
         g = self.geometry
         self.bias = len(inputs) > 2
-        metas = [channels_last_meta(inputs[0], self.fmt), (g.weights_shape, _arrays.dense_strides(g.weights_shape))]
+        metas = [_formed.channels_last_meta(inputs[0], self.fmt),
+                 (g.weights_shape, _arrays.dense_strides(g.weights_shape))]
         if self.bias:
             metas.append(((g.weights_shape[0],), (1,)))
         self._build("Convolution", g.attrs, "f32", metas,
@@ -139,8 +128,8 @@ class SubpixelForm(_formed.Formed):
     def _run(self, inputs: Sequence[np.ndarray], output: np.ndarray, scratch: list[Any]) -> None:
         p, g = self.parts, self.geometry
         canonical = _formed.view(inputs[1], [p["c"], p["o"], *p["k"]])  # (C, O, k...)
-        args = [channels_last(inputs[0], self.fmt), g.weights(canonical)]
+        args = [_formed.channels_last(inputs[0], self.fmt), g.weights(canonical)]
         if self.bias:
             args.append(g.bias(inputs[2]))
         self.inner.execute(args, scratch[0])
-        g.place(scratch[0], channels_last(output, self.fmt))
+        g.place(scratch[0], _formed.channels_last(output, self.fmt))

@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .._impl import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled,
+from .._impl import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, formed as _formed,
                      subpixel_form as _subpixel_form)
 
 __all__ = ["SubpixelCall"]
@@ -27,8 +27,8 @@ class SubpixelCall:
                  weights: np.ndarray, bias: Optional[np.ndarray],
                  posts: Sequence[tuple[str, dict[str, Any]]], threads: int, reason: str) -> None:
         self.fmt = op_attrs["data_format"]
-        src = _subpixel_form.channels_last_meta(src, self.fmt)
-        big = _subpixel_form.channels_last_meta((out_shape, out_shape), self.fmt)[0]
+        src = _formed.channels_last_meta(src, self.fmt)
+        big = _formed.channels_last_meta((out_shape, out_shape), self.fmt)[0]
         n, *small, c = src[0]
         self.geometry = g = _subpixel_form.Geometry(op_attrs, weights.shape[2:], small, big[1:-1], n, c,
                                                     weights.shape[1])
@@ -43,11 +43,11 @@ class SubpixelCall:
 
     def __call__(self, x: np.ndarray, target: np.ndarray) -> None:
         """Compute into `target` from `x`, both in the op's data format."""
-        x = _subpixel_form.channels_last(x, self.fmt)
+        x = _formed.channels_last(x, self.fmt)
         result = np.empty(self.geometry.result_shape, self.numpy_dtype)
         if self.direct is None or self.direct.run(_compiled.stream(), (x,) + self.arrays, result) is None:
             self.op.execute((x,) + self.arrays, result)
-        self.geometry.place(result, _subpixel_form.channels_last(target, self.fmt))
+        self.geometry.place(result, _formed.channels_last(target, self.fmt))
 
 
 def __dir__() -> list[str]:
