@@ -116,8 +116,9 @@ def _per_call(fn: Callable[[], object], clocks: list[_Clock], grad: bool,
     return (total, *(c.ns / calls / 1e3 for c in clocks))
 
 
-def measure(nsp: int, rounds: int, calls: int) -> dict[str, float]:
-    """Microseconds per call (the best round of each), in interleaved rounds."""
+def measure(nsp: int, rounds: int, calls: int) -> dict[str, Any]:
+    """Microseconds per call (the best round of each), in interleaved rounds, and the
+    converted layer's ratios to torch.nn's (``_converted_ratios``)."""
     torch.manual_seed(0)
     ours = getattr(ot, f"ConvTranspose{nsp}d")(8, 8, 2, stride=2)
     theirs = getattr(torch.nn, f"ConvTranspose{nsp}d")(8, 8, 2, stride=2)
@@ -161,16 +162,19 @@ def measure(nsp: int, rounds: int, calls: int) -> dict[str, float]:
         "converted backward": (lambda: y_converted.backward(g, retain_graph=True), [], True),
     }
     best: dict[str, tuple[float, ...]] = {}
+    each: dict[str, list[float]] = {name: [] for name in timers}  # every round's time
     try:
         names = list(timers)
         for r in range(rounds + 1):  # the first round warms up
             for name in names[r % len(names):] + names[:r % len(names)]:
                 got = _per_call(*timers[name], calls)
+                if r:
+                    each[name].append(got[0])
                 if r and (name not in best or got[0] < best[name][0]):
                     best[name] = got
     finally:
         _eager._Function.backward = real_backward
-    return {"forward": best["forward"][0], "oneDNN forward": best["forward"][1],
+    return {**_converted_ratios(each), "forward": best["forward"][0], "oneDNN forward": best["forward"][1],
             "no grad": best["no grad"][0], "oneDNN no grad": best["no grad"][1],
             "backward": best["backward"][0], "oneDNN backward": best["backward"][1],
             "in backward()": best["backward"][2],
@@ -178,6 +182,22 @@ def measure(nsp: int, rounds: int, calls: int) -> dict[str, float]:
                                        "torch.nn forward", "torch.nn no grad", "torch.nn backward",
                                        "converted forward",
                                        "converted no grad", "converted backward")}}
+
+
+def _converted_ratios(each: dict[str, list[float]]) -> dict[str, tuple[float, float, float]]:
+    """The converted layer's time over torch.nn's, per round: (median, lowest, highest) for
+    inference (no grad) and a training step (forward + backward)."""
+    def spread(ours: list[float], theirs: list[float]) -> tuple[float, float, float]:
+        ratios = [a / b for a, b in zip(ours, theirs)]
+        return statistics.median(ratios), min(ratios), max(ratios)
+    step = [f + b for f, b in zip(each["converted forward"], each["converted backward"])]
+    stock_step = [f + b for f, b in zip(each["torch.nn forward"], each["torch.nn backward"])]
+    return {"ratio no grad": spread(each["converted no grad"], each["torch.nn no grad"]),
+            "ratio step": spread(step, stock_step)}
+
+
+def _ratio(r: tuple[float, float, float]) -> str:
+    return f"**{r[0]:.2f}** ({r[1]:.2f}-{r[2]:.2f})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,8 +235,9 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "| layer | forward (oneDNN) | no grad (oneDNN) | backward (in backward(); oneDNN) | "
         "autograd fwd / bwd | module call | torch.nn fwd / no grad / bwd | **Python fwd** | "
-        "**Python no grad** | **Python bwd** | *engine* | as converted fwd / no grad / bwd |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "**Python no grad** | **Python bwd** | *engine* | as converted fwd / no grad / bwd | "
+        "**as converted / torch.nn**: no grad; training step (median of per-round ratios, range) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for nsp, t, p in rows:
         lines.append(
@@ -226,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{t['autograd backward']:.1f} | {t['module call']:.1f} | {t['torch.nn forward']:.1f} / "
             f"{t['torch.nn no grad']:.1f} / {t['torch.nn backward']:.1f} | **{p['forward']:.1f}** | **{p['no grad']:.1f}** | "
             f"**{p['backward']:.1f}** | *{p['engine']:.1f}* | {t['converted forward']:.1f} / "
-            f"{t['converted no grad']:.1f} / {t['converted backward']:.1f} |")
+            f"{t['converted no grad']:.1f} / {t['converted backward']:.1f} | "
+            f"{_ratio(t['ratio no grad'])}; {_ratio(t['ratio step'])} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -14,6 +14,10 @@ package's layers this keeps, beside the layer (never in it: its ``__dict__``,
   tensors over the same memory: an optimizer's in-place update keeps both, and
   ``param.data = ...`` or a parametrization's freshly computed weight gets new views).
 
+A call like the last one torch.nn's kernel computed (``_kernel_choice``: a tiny layer,
+by the default rule) goes to torch.nn's function before any of that is read: the layer's
+lane (``_lane``), about 1 us of facts compared instead of 3-4 us of checks and lookups.
+
 Under CPU autocast the layer casts its tensors first, as ``functional`` does (the plan
 is then the low-precision call's). Where a call is traced or unbatched, it takes
 ``functional``'s path (as does a call given ``output_size``, in ``modules``).
@@ -30,7 +34,8 @@ import torch
 
 from . import _eager, _kernel_choice, _library, _native, _processes, functional as _functional
 
-__all__ = ["forward", "forward_with", "runs_torch_nn", "torch_computes", "torch_nn", "weight_and_bias"]
+__all__ = ["forward", "forward_with", "runs_torch_nn", "torch_computes", "torch_function", "torch_nn",
+           "weight_and_bias"]
 
 
 class _Plan:
@@ -38,7 +43,7 @@ class _Plan:
     torch.nn computes it (``torch_nn``)."""
 
     __slots__ = ("key", "call", "weight", "w_ptr", "bias", "b_ptr", "x_stride", "w_stride",
-                 "runner", "kernels")
+                 "runner", "kernels", "lane")
 
     def __init__(self, key: tuple, call: Optional[_eager.Call]) -> None:
         self.key, self.call = key, call
@@ -51,6 +56,8 @@ class _Plan:
         self.w_stride: Any = None
         self.runner: Optional[_eager.Runner] = None
         self.w_ptr = self.b_ptr = 0
+        # ``_lane``'s facts of the last call torch.nn's kernel computed, or None
+        self.lane: Optional[tuple] = None
 
 
 # id(layer) -> (a weak reference to the layer, its plan); an entry goes with its layer.
@@ -66,13 +73,12 @@ def _forget(ref: Any, key: int, plans: dict = _plans) -> None:
         del plans[key]
 
 
-def _plan_of(layer: torch.nn.Module, key: tuple, args: tuple) -> _Plan:
-    entry = _plans.get(id(layer))
-    if entry is not None and entry[0]() is layer and entry[1].key == key:
-        return entry[1]
+def _new_plan(layer: torch.nn.Module, key: tuple) -> _Plan:
+    """`layer`'s plan for a call of `key` (``_planned``'s), checked and kept."""
     # None: torch.nn computes it (a dtype oneDNN does not take; a process it cannot run in)
-    call = _functional._cached_call(_functional._cached_conv_transpose,
-                                    _functional._checked_conv_transpose, args) \
+    call = _functional._cached_call(
+        _functional._cached_conv_transpose, _functional._checked_conv_transpose,
+        (len(layer.kernel_size), *key)) \
         if key[1] in _ONEDNN_DTYPES and key[3] in _ONEDNN_DTYPES and _processes.onednn_usable else None
     plan = _Plan(key, call)
     ref = weakref.ref(layer, functools.partial(_forget, key=id(layer)))
@@ -92,12 +98,21 @@ def weight_and_bias(layer: Any) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
 def forward(layer: Any, input: torch.Tensor) -> torch.Tensor:
     """``layer(input)`` for one of the package's layers (``output_size`` None): on the
     eager path with its plan, or ``functional``'s path (traced, autocast, unbatched)."""
-    return forward_with(layer, input, *weight_and_bias(layer))
+    weight, bias = weight_and_bias(layer)
+    entry = _plans.get(id(layer))
+    if entry is not None:
+        plan = entry[1]
+        if plan.lane is not None and not _compiling():
+            lane = _lane(layer, input, weight, bias)
+            if lane == plan.lane and entry[0]() is layer:  # as the last call: torch.nn's
+                return _TORCH_FUNCTIONS[len(lane[0]) - 2](input, weight, bias, *lane[-5:])
+    return forward_with(layer, input, weight, bias)
 
 
 def forward_with(layer: Any, input: torch.Tensor, weight: torch.Tensor,
                  bias: Optional[torch.Tensor]) -> torch.Tensor:
-    """``forward`` on the given weight and bias (the layer's, or ``_inference``'s folded ones)."""
+    """``forward`` on the given weight and bias (the layer's, or ``_inference``'s folded
+    ones), planned: where torch.nn's kernel computes it, its facts are the layer's lane."""
     nsp = len(layer.kernel_size)
     if type(input) not in _PLAIN or input.dim() != nsp + 2 \
             or not _library.untraced(input, weight, bias):
@@ -106,26 +121,55 @@ def forward_with(layer: Any, input: torch.Tensor, weight: torch.Tensor,
         return _functional._conv_transpose_nd(nsp, input, weight, bias, layer.stride,
                                               layer.padding, layer.output_padding, layer.groups,
                                               layer.dilation)
+    uncast = (input, weight, bias)  # (the lane's facts are read before autocast casts)
     if torch.is_autocast_enabled("cpu"):  # cast as autocast casts (new tensors each call)
         input, weight, bias = _functional._autocast(input, weight, bias)
     plan = _planned(layer, input, weight, bias)
-    if plan.call is None:
+    call = plan.call
+    if call is None:
+        plan.lane = _lane(layer, *uncast)
         return torch_nn(layer, input, weight, bias)
-    if plan.call.empty:  # nothing to sum: the registered op knows the geometry's answer
-        return _library.conv_transpose(input, weight, bias, *plan.call.attrs)
+    if call.empty:  # nothing to sum: the registered op knows the geometry's answer
+        return _library.conv_transpose(input, weight, bias, *call.attrs)
     recorded = torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad
                                             or (bias is not None and bias.requires_grad))
-    if _torch_kernel(layer, plan, input, weight, bias, recorded) is not None:
-        return torch_nn(layer, input, weight, bias)
-    return _on_onednn(layer, plan, input, weight, bias)
+    kernel = plan.kernels.get((input.stride(), recorded), _UNDECIDED)
+    if kernel is _UNDECIDED:
+        kernel = _torch_kernel(layer, plan, input, weight, bias, recorded)
+    if kernel is None:
+        return _on_onednn(layer, plan, input, weight, bias)
+    plan.lane = _lane(layer, *uncast)
+    return torch_nn(layer, input, weight, bias)
+
+
+def _lane(layer: Any, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> tuple:
+    """What decides whose kernel computes a call (``_kernel_choice.decide``: the input's
+    shape, strides and dtype, the weight's shape, whether the call records gradients,
+    whether autocast casts it, the layer's attributes), of the tensors autocast casts.
+
+    A call whose facts are those of the last call torch.nn's kernel computed goes there
+    straight, unchecked and unplanned: torch.nn's function computes any call as torch.nn's
+    layer does (and checks it as that does: a bias or weight of another dtype since is
+    torch's error to report), so the tiny layers the rule gives it cost no more than
+    torch.nn's own forward (``benchmarks/layer_overhead.py``). The attributes come last:
+    the call's own, as that function takes them."""
+    return (input.shape, input.stride(), input.dtype, weight.shape,
+            _grad_enabled() and (input.requires_grad or weight.requires_grad
+                                 or (bias is not None and bias.requires_grad)),
+            _any_autocast(),
+            layer.stride, layer.padding, layer.output_padding, layer.groups, layer.dilation)
 
 
 def _planned(layer: Any, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> _Plan:
+    # (read on every call of every layer: the arguments of functional's checks in their
+    # order, nothing built twice, the plan's tuple compared before its layer's weakref)
     key = (input.shape, input.dtype, weight.shape, weight.dtype,
            None if bias is None else bias.shape, None if bias is None else bias.dtype,
-           layer.stride, layer.padding, layer.output_padding, layer.dilation, layer.groups)
-    return _plan_of(layer, key, (len(layer.kernel_size), *key[:6], layer.stride, layer.padding,
-                                 layer.output_padding, layer.groups, layer.dilation))
+           layer.stride, layer.padding, layer.output_padding, layer.groups, layer.dilation)
+    entry = _plans.get(id(layer))
+    if entry is not None and entry[1].key == key and entry[0]() is layer:
+        return entry[1]
+    return _new_plan(layer, key)
 
 
 def _torch_kernel(layer: Any, plan: _Plan, input: torch.Tensor, weight: torch.Tensor,
@@ -182,11 +226,24 @@ def _on_onednn(layer: Any, plan: _Plan, input: torch.Tensor, weight: torch.Tenso
 
 
 _PLAIN = _native._PLAIN  # (bound here: read on every call)
+_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
+# Whether autocast is on for any device (the lane's fact): in a layer's call 0.2 us less
+# than asking for the CPU's by name, which parses its argument. With another device's on
+# too, the CPU's turned on keeps a call on the lane: torch.nn's function casts it as
+# torch.nn's layer does, only whose kernel is faster was decided without the cast.
+_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", None) or \
+    functools.partial(torch.is_autocast_enabled, "cpu")
 #: What oneDNN computes; a layer whose input or weight is another dtype (float64, which
 #: ``model.double()`` and ``gradcheck`` give, complex) runs torch.nn's computation.
 _ONEDNN_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 _TORCH_FUNCTIONS = {1: torch.nn.functional.conv_transpose1d, 2: torch.nn.functional.conv_transpose2d,
                     3: torch.nn.functional.conv_transpose3d}
+
+
+def torch_function(layer: Any) -> Any:
+    """torch.nn's function of `layer`'s rank (``torch.nn.functional.conv_transpose2d``, ...)."""
+    return _TORCH_FUNCTIONS[len(layer.kernel_size)]
 
 
 def torch_computes(input: torch.Tensor, weight: torch.Tensor) -> bool:
@@ -203,8 +260,8 @@ def torch_nn(layer: Any, input: torch.Tensor, weight: torch.Tensor, bias: Any) -
     read: a parametrized weight is computed on each read), for a call oneDNN does not
     compute: another dtype than it takes, another device than the CPU, or a process
     where it cannot run (``_processes``). ``report`` says so of the layer."""
-    return _TORCH_FUNCTIONS[len(layer.kernel_size)](input, weight, bias, layer.stride, layer.padding,
-                                                    layer.output_padding, layer.groups, layer.dilation)
+    return torch_function(layer)(input, weight, bias, layer.stride, layer.padding,
+                                 layer.output_padding, layer.groups, layer.dilation)
 
 
 def __dir__() -> list[str]:

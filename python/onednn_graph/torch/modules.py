@@ -38,8 +38,8 @@ class _OneDNNForward(torch.nn.modules.conv._ConvTransposeNd):
     def forward(self, input: torch.Tensor, output_size: Optional[List[int]] = None) -> torch.Tensor:
         if self.padding_mode != "zeros":
             raise ValueError("Only 'zeros' padding mode is supported for ConvTranspose")
-        nsp = len(self.kernel_size)
         if torch.jit.is_scripting():  # the other branch is not compiled
+            nsp = len(self.kernel_size)
             output_padding = self._output_padding(input, output_size, self.stride, self.padding,
                                                   self.kernel_size, nsp, self.dilation)
             return _scripted_call(input, self.weight, self.bias, list(self.stride),
@@ -52,6 +52,7 @@ class _OneDNNForward(torch.nn.modules.conv._ConvTransposeNd):
             return _layer.forward(self, input)  # with what the layer's last call settled
         if _layer.torch_computes(input, self.weight):
             return super().forward(input, output_size)  # as _layer.forward
+        nsp = len(self.kernel_size)
         output_padding = self._output_padding(input, output_size, self.stride, self.padding,
                                               self.kernel_size, nsp, self.dilation)
         return F._conv_transpose_nd(nsp, input, self.weight, self.bias, self.stride, self.padding,
