@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 import onednn_graph as og  # noqa: E402
 import onednn_graph.torch as ot  # noqa: E402
-from onednn_graph.torch import _inference, _subpixel  # noqa: E402
+from onednn_graph.torch import _inference, _kernel_choice, _subpixel  # noqa: E402
 
 ACTIVATIONS = {
     "ReLU": torch.nn.ReLU(), "LeakyReLU": torch.nn.LeakyReLU(0.2), "GELU": torch.nn.GELU(),
@@ -159,6 +159,39 @@ def test_a_faster_formulation_on_views_runs_prepared_once(layer, act, channels_l
         assert _close(model(x), stock(x))
 
 
+@pytest.mark.torch_kernels  # the default rule decides (not held to oneDNN)
+@pytest.mark.parametrize("bn", [True, False], ids=["BatchNorm", "no BatchNorm"])
+def test_a_layer_torch_nn_computes_folds_once_and_is_never_stale(bn, monkeypatch):
+    # A tiny layer, which the default rule gives torch.nn's kernel: its BatchNorm folded
+    # once (per change of the statistics), torch.nn's function on the folded weights.
+    torch.manual_seed(0)
+    stock = torch.nn.Sequential(torch.nn.ConvTranspose2d(8, 8, 2, stride=2),
+                                *([torch.nn.BatchNorm2d(8)] if bn else []), torch.nn.ReLU()).eval()
+    model = ot.convert(copy.deepcopy(stock), inference=True)
+    x = torch.randn(1, 8, 4, 4)
+    with torch.no_grad():
+        if not _kernel_choice.by_rule(model[0], x, model[0].weight):
+            pytest.skip("the default rule gives oneDNN this call on this machine")
+    folds = []
+    real_fold = _inference.fold
+    monkeypatch.setattr(_inference, "fold", lambda *a: folds.append(1) or real_fold(*a))
+    with torch.inference_mode():
+        for _ in range(3):
+            assert _close(model(x), stock(x))
+    assert len(folds) == 1 and "torch.nn" in str(ot.report(model))
+    batch = torch.randn(4, 8, 4, 4) * 3
+    for m in (stock, model):  # the statistics or the weights move: folded again
+        m.train()
+        m(batch)
+        m.eval()
+        with torch.no_grad():
+            m[0].weight.mul_(-1.5)
+        m[0].padding = (1, 1)  # and an attribute: another call
+    with torch.inference_mode():
+        assert _close(model(x), stock(x))
+    assert len(folds) == 2
+
+
 def test_bf16_autocast_packs_bf16_weights_once():
     stock, model = _pair()
     z = torch.randn(4, 16, 1, 1)
@@ -267,8 +300,14 @@ def _through_data_then_refresh(m, s):
     ot.refresh(m)
 
 
+def _attribute_changed(m, s):
+    for model in (m, s):  # the second layer's result 6 x 6 instead of 8 x 8
+        model[3].padding = (2, 2)
+
+
 CHANGES = [_in_place, _data_assigned, _optimizer_step, _load_state_dict, _replaced,
-           _to_dtype_and_back, _running_stats_moved, _bn_affine_edited, _through_data_then_refresh]
+           _to_dtype_and_back, _running_stats_moved, _bn_affine_edited, _through_data_then_refresh,
+           _attribute_changed]
 
 
 @pytest.mark.parametrize("change", CHANGES, ids=[c.__name__.strip("_") for c in CHANGES])
@@ -403,7 +442,7 @@ def test_compiled_inference_runs_the_registered_op(monkeypatch):
 
 @COMPILE_WARNINGS
 @pytest.mark.parametrize("change", [_in_place, _replaced, _load_state_dict, _running_stats_moved,
-                                    _bn_affine_edited],
+                                    _bn_affine_edited, _attribute_changed],
                          ids=lambda c: c.__name__.strip("_"))
 def test_compiled_inference_is_never_stale(change):
     """The compiled graph holds the parameters, not their values: a change after the

@@ -366,12 +366,23 @@ def _sources(layer: torch.nn.Module, epilogue: Epilogue) -> list[torch.Tensor]:
     """The tensors whose values the packed weights derive from: the layer's parameters (a
     parametrized weight's originals among them) and its BatchNorm's parameters and
     running statistics."""
-    tensors = list(layer.parameters())
+    tensors = _tensors_of(layer._modules, layer._parameters, layer.parameters)
     if epilogue.bn is not None:
         # (a train-mode pass writes the running statistics in its kernel, with no version
         # change: num_batches_tracked's, counted up in Python, says it)
-        tensors += list(epilogue.bn.parameters()) + list(epilogue.bn.buffers())
+        bn = epilogue.bn
+        tensors += _tensors_of(bn._modules, bn._parameters, bn.parameters)
+        tensors += _tensors_of(bn._modules, bn._buffers, bn.buffers)
     return tensors
+
+
+def _tensors_of(modules: dict, own: dict, every: Any) -> list[torch.Tensor]:
+    """A module's parameters or buffers: from its own dict `own` where it has no submodules
+    (asked on every call: ``parameters()`` walks the module tree, 2-3 us a module), else
+    `every`'s (a parametrization's originals are in a submodule)."""
+    if modules:
+        return list(every())
+    return [t for t in own.values() if t is not None]
 
 
 Stamp = list  # [(a weak reference to a tensor, its version, its data pointer)]
@@ -434,18 +445,45 @@ class _Packed:
 _DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
 
 
+class _OnTorch:
+    """A layer's inference call that torch.nn's kernel computes faster (``_kernel_choice``),
+    kept as a packed call is (``key``, ``stamp``): its BatchNorm folded into the weights
+    once, then torch.nn's function and the activation module's own forward. Its result is
+    in torch.nn's layout: nothing is handed on (``stock_format`` None). The activation is
+    held weakly: the folded modules refer to their layer, which this must not keep alive."""
+
+    __slots__ = ("key", "stamp", "weight", "bias", "act", "function", "attrs")
+    stock_format = None
+
+    def __init__(self, layer: torch.nn.Module, key: tuple, sources: list[torch.Tensor],
+                 weight: torch.Tensor, bias: Optional[torch.Tensor], epilogue: Epilogue) -> None:
+        self.key, self.stamp = key, _stamp(sources)
+        with torch.no_grad():
+            self.weight, self.bias = fold(weight, bias, norm_of(epilogue.bn), layer.groups)
+        self.act = None if epilogue.act is None else weakref.ref(epilogue.act)
+        self.function = _layer.torch_function(layer)
+        self.attrs = (layer.stride, layer.padding, layer.output_padding, layer.groups, layer.dilation)
+
+    def run(self, input: torch.Tensor) -> torch.Tensor:
+        y = self.function(input, self.weight, self.bias, *self.attrs)
+        if self.act is None:
+            return y
+        act = self.act()
+        return _unfolded(type(act)).forward(act, y)  # type: ignore[attr-defined]
+
+
 def _drop(cache: dict, key: int, ref: Any) -> None:
     entry = cache.get(key)
     if entry is not None and entry[0] is ref:
         del cache[key]
 
 
-def _keep(cache: dict, owner: Any, packed: _Packed) -> None:
+def _keep(cache: dict, owner: Any, packed: Any) -> None:
     """``cache[id(owner)]``: `packed`, while `owner` lives."""
     cache[id(owner)] = (weakref.ref(owner, functools.partial(_drop, cache, id(owner))), packed)
 
 
-def _kept(cache: dict, owner: Any) -> Optional[_Packed]:
+def _kept(cache: dict, owner: Any) -> Any:
     entry = cache.get(id(owner))
     return entry[1] if entry is not None and entry[0]() is owner else None
 
@@ -453,7 +491,7 @@ def _kept(cache: dict, owner: Any) -> Optional[_Packed]:
 # id(layer) -> (a weak reference to the layer, its _Packed) for a layer's eager calls;
 # id(weight) -> the same for ``conv_transpose_inference`` (torch.compile's calls). A forked
 # child packs again.
-_packed: dict[int, tuple[Any, _Packed]] = {}
+_packed: dict[int, tuple[Any, _Packed | _OnTorch]] = {}
 _packed_by_weight: dict[int, tuple[Any, _Packed]] = {}
 os.register_at_fork(after_in_child=_packed.clear)
 os.register_at_fork(after_in_child=_packed_by_weight.clear)
@@ -479,17 +517,20 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
     # channels-last for this one (Epilogue.next_layer), where stock writes it as its rule says.
     handed = _handed.get(layer)
     stock_format = handed[1] if handed is not None and handed[0]() is input else None
-    key = (input.shape, input.dtype, input.stride(), autocast, stock_format) + _compiled.call_threads()
+    # (the layer's attributes as it has them: a changed padding is another call)
+    key = (input.shape, input.dtype, input.stride(), autocast, stock_format, layer.stride,
+           layer.padding, layer.output_padding, layer.dilation, layer.groups) + _compiled.call_threads()
     packed = _kept(_packed, layer)
     if packed is None or packed.key != key or not _same(packed.stamp, sources):
         weight, bias = _layer.weight_and_bias(layer)
-        if autocast is None and _layer.runs_torch_nn(layer, input, weight, bias):
-            return _composed(layer, input, weight, bias, epilogue)  # torch.nn's kernel is faster
-        if _unversioned(sources):  # no change to them would be seen: nothing is packed
+        if _unversioned(sources):  # no change to them would be seen: nothing is kept
             return _composed(layer, input, weight, bias, epilogue)
-        packed = _pack(geometry_of(layer), input, weight, bias, norm_of(epilogue.bn),
-                       None if epilogue.act is None else post_of(epilogue.act), key, sources,
-                       autocast, stock_format, epilogue.next_layer is not None)
+        if autocast is None and _layer.runs_torch_nn(layer, input, weight, bias):
+            packed = _OnTorch(layer, key, sources, weight, bias, epilogue)  # the faster kernel
+        else:
+            packed = _pack(geometry_of(layer), input, weight, bias, norm_of(epilogue.bn),
+                           None if epilogue.act is None else post_of(epilogue.act), key, sources,
+                           autocast, stock_format, epilogue.next_layer is not None)
         if packed is None:
             return _composed(layer, input, weight, bias, epilogue)
         _keep(_packed, layer, packed)
