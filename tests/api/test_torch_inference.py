@@ -354,6 +354,44 @@ def test_a_parametrized_weight_whose_original_changes():
         assert _close(model(z), stock(z))
 
 
+class _Hidden(torch.nn.Module):
+    """A weight-normed layer whose structure neither torch.fx (data-dependent control flow)
+    nor an nn.Sequential shows (a vocoder's upsampler, Oobleck's)."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.utils.parametrizations.weight_norm(torch.nn.ConvTranspose2d(8, 4, 4, 2, 1))
+
+    def forward(self, x):
+        if float(x.sum()) > -1e9:
+            x = torch.relu(x)
+        return self.up(x)
+
+
+@pytest.mark.torch_kernels  # torch's convolution under compile: not held to oneDNN
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+def test_a_layer_whose_structure_is_hidden_is_packed_and_never_stale():
+    torch.manual_seed(0)
+    stock = _Hidden().eval()
+    model = ot.convert(copy.deepcopy(stock), inference=True)
+    assert "weights packed once" in ot.report(model)[0].why
+    z = torch.randn(2, 8, 5, 5)
+    with torch.inference_mode():
+        assert _close(model(z), stock(z))
+    assert id(model.up) in _inference._packed  # its weights packed, not reordered each call
+    with torch.no_grad():
+        for m in (model, stock):
+            m.up.parametrizations.weight.original1.mul_(-1.0)
+    with torch.inference_mode():
+        assert _close(model(z), stock(z))
+        # compiled: nothing to fold or fuse, torch's convolution in the graph
+        assert _close(torch.compile(model)(z), stock(z))
+    with torch.no_grad():
+        explained = torch._dynamo.explain(model)(z)
+    ops = [str(n.target) for g in explained.graphs for n in g.graph.nodes if n.op == "call_function"]
+    assert not any("onednn_graph" in op for op in ops), ops
+
+
 def test_revert_copy_and_pickle():
     stock, model = _pair()
     z = torch.randn(2, 16, 1, 1)

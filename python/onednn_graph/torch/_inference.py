@@ -113,7 +113,8 @@ def find(model: torch.nn.Module) -> list[tuple[torch.nn.Module, Epilogue]]:
     """Each transposed convolution of `model` with the BatchNorm and activation modules
     that read only its result, in the graph torch.fx traces of the model (every
     transposed convolution a leaf), else in ``nn.Sequential`` children; modules reached
-    by one path only."""
+    by one path only. One whose structure neither shows gets nothing folded or fused, its
+    weights packed all the same (an empty epilogue)."""
     once = {id(m) for m in _counted(model)}
     named = dict(model.named_modules())
     found: dict[int, tuple[torch.nn.Module, Epilogue]] = {}
@@ -146,6 +147,9 @@ def find(model: torch.nn.Module) -> list[tuple[torch.nn.Module, Epilogue]]:
                 for i, conv in enumerate(children):
                     if isinstance(conv, _TRANSPOSED) and id(conv) in once:
                         found[id(conv)] = (conv, _epilogue(conv, children[i + 1:i + 4], once))
+    for m in model.modules():
+        if isinstance(m, _TRANSPOSED) and id(m) in once and id(m) not in found:
+            found[id(m)] = (m, Epilogue(None, None, None))
     return list(found.values())
 
 
@@ -506,10 +510,10 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
     sources = _sources(layer, epilogue)
     recorded = torch.is_grad_enabled() and (input.requires_grad or any(t.requires_grad for t in sources))
     if recorded or not _library.untraced(input):  # (plain CPU tensors only, nothing tracing)
-        if torch.compiler.is_compiling() and not recorded and _compiles_packed(layer, input):
+        if torch.compiler.is_compiling() and not recorded:
             if _kernel_choice.plain_in_graph(_plain(epilogue)):  # torch's convolution in the graph
                 return _layer.torch_nn(layer, input, *_layer.weight_and_bias(layer))
-            if not _kernel_choice.by_rule(layer, input, layer.weight):
+            if _compiles_packed(layer, input) and not _kernel_choice.by_rule(layer, input, layer.weight):
                 return _compiled_call(layer, input, epilogue)
         return _composed(layer, input, *_layer.weight_and_bias(layer), epilogue)
     autocast = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
