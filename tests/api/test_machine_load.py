@@ -54,6 +54,9 @@ class Machine:
 
 @pytest.fixture
 def machine(monkeypatch):
+    """Scripted counters; one busy reading sets the limit (each case scripts one reading
+    per state: test_a_passing_load_leaves_the_threads tests the readings in a row)."""
+    monkeypatch.setattr(_machine_load, "BUSY_READINGS", 1)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(_machine_load, "_usable_cpus", lambda: 2)
     m = Machine(2)
@@ -75,6 +78,26 @@ def test_a_reading_per_window_and_the_limit_follows_the_load(machine):
     assert limit.next_check == 2.0 + _machine_load.WINDOW
     m.window(1.0, others=0.0, own=1.0)  # it ended
     assert limit.refresh(now=3.0) == 0 and limit.changes == 2
+
+
+@OPENMP
+def test_a_passing_load_leaves_the_threads(machine, monkeypatch):
+    """One busy reading is a passing load (Inductor's compile workers, read by the first
+    call after torch.compile over the whole compile): the limit waits for BUSY_READINGS
+    in a row, and a quiet reading between restarts the count."""
+    monkeypatch.setattr(_machine_load, "BUSY_READINGS", 2)
+    m, limit = machine
+    limit.refresh(now=0.0)
+    m.window(1.7, others=0.6, own=0.9)  # a compile: its workers were others
+    assert limit.refresh(now=1.7) == 0
+    m.window(0.25, others=0.0, own=2.0)
+    assert limit.refresh(now=2.0) == 0 and limit.changes == 0
+    m.window(0.25, others=1.0, own=1.0)  # another process's threads, and they stay
+    assert limit.refresh(now=2.25) == 0
+    m.window(0.25, others=1.0, own=1.0)
+    assert limit.refresh(now=2.5) == 1 and limit.changes == 1
+    m.window(0.25, others=0.0, own=2.0)  # gone: every thread back at once
+    assert limit.refresh(now=2.75) == 0 and limit.changes == 2
 
 
 @OPENMP

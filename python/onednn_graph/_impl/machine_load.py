@@ -13,8 +13,9 @@ took over an interval, from the machine's counters (/proc/stat) less this proces
   32 ms a call where one alone took 1.0 ms (2-core Zen 4, ``benchmarks/shared_machine.py``;
   30x on a Zen 3 in the shared-machine issue); on one thread each, 1.8 ms. So every
   ``WINDOW`` seconds at most, on a call, the counters are read again, and where others
-  used a CPU or more the calls run on the CPUs left (at least 1): a signature of its
-  own in the call cache, compiled once. A quiet machine pays one clock
+  used a CPU or more (in ``BUSY_READINGS`` readings in a row: a passing load does not
+  count) the calls run on the CPUs left (at least 1): a signature of its own in the call
+  cache, compiled once. A quiet machine pays one clock
   reading per call. ``ONEDNN_GRAPH_LOAD_AWARE=0`` (or ``og.system.set_load_aware(False)``)
   turns it off; ``compile_op(..., threads=N)`` and problems the package runs on one
   thread anyway are never changed. Only where the package sets oneDNN's thread count
@@ -36,6 +37,12 @@ from .. import _core
 WINDOW = 0.25
 #: Others used at least this many CPUs' worth of the window: one CPU is theirs.
 BUSY_CPU = 0.5
+#: Readings in a row that find others busy before a quiet machine's calls take fewer
+#: threads: one reading is a passing load (Inductor's compile workers, whose CPU time the
+#: first call after ``torch.compile`` reads over the whole compile: a converted model's
+#: first 0.25 s on one thread, 1.4-1.5x its time in a short benchmark). A quiet reading
+#: gives every thread back at once.
+BUSY_READINGS = 2
 LOAD_AWARE_ENV = "ONEDNN_GRAPH_LOAD_AWARE"
 
 
@@ -115,6 +122,7 @@ class ThreadLimit:
         self.threads = 0
         self.others_cpus: Optional[float] = None
         self.changes = 0
+        self.busy_readings = 0  # readings in a row that found others busy
         self.next_check = 0.0 if self.enabled else float("inf")  # off: never read
         self._read, self._own = read, own
         self._last: Optional[tuple[tuple[int, int], float]] = None
@@ -137,7 +145,11 @@ class ThreadLimit:
         self.others_cpus = share * machine
         cpus = _usable_cpus()
         left = threads_left(self.others_cpus, cpus)
-        return self._set(left if left < cpus else 0)
+        limit = left if left < cpus else 0
+        self.busy_readings = self.busy_readings + 1 if limit else 0
+        if limit and not self.threads and self.busy_readings < BUSY_READINGS:
+            return self.threads  # quiet until the load stays (``BUSY_READINGS``)
+        return self._set(limit)
 
     def _set(self, threads: int) -> int:
         if threads != self.threads:
