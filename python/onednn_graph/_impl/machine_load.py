@@ -160,7 +160,7 @@ class ThreadLimit:
     def set_enabled(self, enabled: bool) -> None:
         """On (where the package sets oneDNN's threads: OpenMP) or off."""
         self.enabled = enabled and _core.can_limit_threads()
-        self._last = None
+        self._last, self.busy_readings = None, 0  # (readings start again)
         self.refresh()
         if not self.enabled:
             self.next_check = float("inf")
