@@ -120,3 +120,31 @@ def test_a_call_on_the_lane_computes_with_the_current_parameters_and_attributes(
         m.stride = (1, 1)
     _same(ours, theirs, x)
     assert len(plans) == 2
+
+
+@pytest.mark.torch_kernels  # the default rule decides (not held to oneDNN)
+@pytest.mark.filterwarnings("ignore:.*torch.jit.* deprecated:DeprecationWarning")
+def test_traced_transformed_and_meta_calls_of_a_layer_torch_nn_computes(plans):
+    # Once the lane is set, a traced, vmapped, meta or forward-AD call is torch.nn's
+    # function's: the same result as torch.nn's layer. torch.jit.trace takes neither the
+    # lane nor a size of its as a Python value (the rule reads them as ints: pyproject's
+    # filterwarnings=error turns a TracerWarning into a failure here).
+    torch.manual_seed(0)
+    theirs = torch.nn.ConvTranspose2d(8, 8, 2, stride=2)
+    ours = ot.convert(theirs)
+    x = torch.randn(1, 8, 4, 4)
+    with torch.no_grad():
+        if not _kernel_choice.by_rule(ours, x, ours.weight):
+            pytest.skip("the default rule gives oneDNN this call on this machine")
+        _same(ours, theirs, x)
+        traced = torch.jit.trace(ours, x)
+        torch.testing.assert_close(traced(x), theirs(x), rtol=0, atol=0)
+        xs = torch.randn(3, 1, 8, 4, 4)
+        torch.testing.assert_close(torch.vmap(ours)(xs), torch.vmap(theirs)(xs), rtol=0, atol=0)
+        assert ours(x.to("meta")).shape == theirs(x).shape
+    import torch.autograd.forward_ad as fwAD
+    with fwAD.dual_level(), torch.no_grad():
+        tangent = torch.randn_like(x)
+        got = fwAD.unpack_dual(ours(fwAD.make_dual(x, tangent)))
+        want = fwAD.unpack_dual(theirs(fwAD.make_dual(x, tangent)))
+        torch.testing.assert_close(got.tangent, want.tangent, rtol=0, atol=0)

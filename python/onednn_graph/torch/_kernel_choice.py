@@ -35,6 +35,7 @@ import torch
 
 from .._impl import lowering as _lowering, tuning as _tuning, tuning_db as _tuning_db
 from .._impl.call import tuning_enabled
+from . import _library
 
 __all__ = ["by_rule", "decide", "describe", "tune", "torch_nn_by_default"]
 
@@ -139,9 +140,14 @@ def by_rule(layer: Any, input: torch.Tensor, weight: torch.Tensor) -> bool:
     casts it to."""
     recorded = torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad)
     dtype = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else input.dtype
-    return input.dim() == weight.dim() and not _held_to_onednn() and \
-        torch_nn_by_default(input.dim() - 2, tuple(input.shape), tuple(weight.shape),
-                            tuple(layer.stride), dtype, recorded) is not None
+    if input.dim() != weight.dim() or _held_to_onednn():
+        return False
+    # (as ints while torch.jit.trace traces: a traced size compared would be a constant of
+    # the trace, with a warning)
+    input_shape, weight_shape = _library.traced_shapes(input, weight) if _library.jit_tracing() \
+        else (input.shape, weight.shape)
+    return torch_nn_by_default(input.dim() - 2, tuple(input_shape), tuple(weight_shape),
+                               tuple(layer.stride), dtype, recorded) is not None
 
 
 def plain_in_graph(plain: bool) -> bool:

@@ -102,7 +102,9 @@ def forward(layer: Any, input: torch.Tensor) -> torch.Tensor:
     entry = _plans.get(id(layer))
     if entry is not None:
         plan = entry[1]
-        if plan.lane is not None and not _compiling():
+        # (not while torch.jit.trace traces: its sizes are traced values, which the
+        # comparison would turn into constants of the trace with a warning)
+        if plan.lane is not None and not _compiling() and _jit_tracing() is None:
             lane = _lane(layer, input, weight, bias)
             if lane == plan.lane and entry[0]() is layer:  # as the last call: torch.nn's
                 return _TORCH_FUNCTIONS[len(lane[0]) - 2](input, weight, bias, *lane[-5:])
@@ -227,6 +229,7 @@ def _on_onednn(layer: Any, plan: _Plan, input: torch.Tensor, weight: torch.Tenso
 
 _PLAIN = _native._PLAIN  # (bound here: read on every call)
 _compiling = torch.compiler.is_compiling
+_jit_tracing = torch._C._get_tracing_state
 _grad_enabled = torch.is_grad_enabled
 # Whether autocast is on for any device (the lane's fact): in a layer's call 0.2 us less
 # than asking for the CPU's by name, which parses its argument. With another device's on
