@@ -126,6 +126,19 @@ def formed_call(kind, arrays, kw, way_of):
     return prepared, out
 
 
+def formed_matches_reference(kind, arrays, kw, way_of, lowering):
+    """Whether the formulation ``way_of`` gives applies to `kind` on `arrays` (``formed_call``);
+    where it does, the call ran as it (its lowering starts with `lowering`) and its result
+    is the reference's."""
+    ran_as = formed_call(kind, arrays, kw, way_of)
+    if ran_as is None:
+        return False
+    prepared, out = ran_as
+    assert prepared.op.lowering.startswith(lowering)
+    assert_call_matches_reference(kind, arrays, kw, out, "f32")
+    return True
+
+
 # --- cases of the reference's adjoint identities (tests/unit/test_reference.py,
 # tests/api/test_adjoint.py) ---------------------------------------------------
 

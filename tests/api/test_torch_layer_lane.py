@@ -57,14 +57,23 @@ def test_a_call_like_the_last_torch_nn_one_is_not_planned_again(plans):
     assert len(plans) == 1  # the first call only
 
 
-@pytest.mark.torch_kernels  # the default rule decides (not held to oneDNN)
-def test_a_tiny_float32_layer_the_rule_gives_torch_nn_takes_the_lane(plans):
+def _tiny():
+    """The issue's tiny layer, torch.nn's and converted, and its input; skipped where the
+    default rule does not give such calls (without gradients) to torch.nn's kernel."""
+    torch.manual_seed(0)
     theirs = torch.nn.ConvTranspose2d(8, 8, 2, stride=2)
     ours = ot.convert(theirs)
     x = torch.randn(1, 8, 4, 4)
     with torch.no_grad():
         if not _kernel_choice.by_rule(ours, x, ours.weight):
             pytest.skip("the default rule gives oneDNN this call on this machine")
+    return theirs, ours, x
+
+
+@pytest.mark.torch_kernels  # the default rule decides (not held to oneDNN)
+def test_a_tiny_float32_layer_the_rule_gives_torch_nn_takes_the_lane(plans):
+    theirs, ours, x = _tiny()
+    with torch.no_grad():
         for _ in range(3):
             _same(ours, theirs, x)
     assert len(plans) == 1
@@ -129,13 +138,8 @@ def test_traced_transformed_and_meta_calls_of_a_layer_torch_nn_computes(plans):
     # function's: the same result as torch.nn's layer. torch.jit.trace takes neither the
     # lane nor a size of its as a Python value (the rule reads them as ints: pyproject's
     # filterwarnings=error turns a TracerWarning into a failure here).
-    torch.manual_seed(0)
-    theirs = torch.nn.ConvTranspose2d(8, 8, 2, stride=2)
-    ours = ot.convert(theirs)
-    x = torch.randn(1, 8, 4, 4)
+    theirs, ours, x = _tiny()
     with torch.no_grad():
-        if not _kernel_choice.by_rule(ours, x, ours.weight):
-            pytest.skip("the default rule gives oneDNN this call on this machine")
         _same(ours, theirs, x)
         traced = torch.jit.trace(ours, x)
         torch.testing.assert_close(traced(x), theirs(x), rtol=0, atol=0)

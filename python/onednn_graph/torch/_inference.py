@@ -470,10 +470,7 @@ class _OnTorch:
 
     def run(self, input: torch.Tensor) -> torch.Tensor:
         y = self.function(input, self.weight, self.bias, *self.attrs)
-        if self.act is None:
-            return y
-        act = self.act()
-        return _unfolded(type(act)).forward(act, y)  # type: ignore[attr-defined]
+        return y if self.act is None else _activated(self.act(), y)
 
 
 def _drop(cache: dict, key: int, ref: Any) -> None:
@@ -558,9 +555,13 @@ def _composed(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
     module's own class's forward)."""
     w, b = fold(weight, bias, norm_of(epilogue.bn), layer.groups)
     y = _layer.forward_with(layer, input, w, b)
-    if epilogue.act is not None:
-        y = _unfolded(type(epilogue.act)).forward(epilogue.act, y)  # type: ignore[attr-defined]
-    return y
+    return y if epilogue.act is None else _activated(epilogue.act, y)
+
+
+def _activated(act: torch.nn.Module, y: torch.Tensor) -> torch.Tensor:
+    """`y` through activation module `act` as its own class computes it (its folded
+    class's forward returns its input)."""
+    return _unfolded(type(act)).forward(act, y)  # type: ignore[attr-defined]
 
 
 # --- under torch.compile: the registered op ---------------------------------------------

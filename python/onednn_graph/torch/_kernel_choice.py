@@ -153,9 +153,10 @@ def by_rule(layer: Any, input: torch.Tensor, weight: torch.Tensor) -> bool:
 def plain_in_graph(plain: bool) -> bool:
     """Whether torch.compile's graph takes torch's own convolution for an inference call
     (``_inference``) of a layer that is `plain`: nothing folded into it or fused after it
-    (a layout handed on is Inductor's to choose there). Inductor then runs it in the layout it chooses around its
-    own convolutions (channels-last), where the registered op keeps the traced strides,
-    makes Inductor convert its neighbours' data to and from them, and costs its dispatch
+    (a layout handed on is Inductor's to choose there). Inductor then runs it in the
+    layout it chooses around its own convolutions (channels-last), where the registered op
+    keeps the traced strides, makes Inductor convert its neighbours' data to and from
+    them, and costs its dispatch
     (about 14 us); with nothing to fold or fuse oneDNN 3.2's kernel does not make that
     up: MONAI's GAN generator (three plain layers) ran 1.17-1.28x stock compiled with the
     op and 1.01-1.02x with torch's convolution, MONAI's BasicUNet (four layers handing on
