@@ -310,16 +310,22 @@ CHANGES = [_in_place, _data_assigned, _optimizer_step, _load_state_dict, _replac
            _attribute_changed]
 
 
+@pytest.mark.parametrize("inference", [True, False], ids=["inference=True", "plain convert"])
 @pytest.mark.parametrize("change", CHANGES, ids=[c.__name__.strip("_") for c in CHANGES])
-def test_no_stale_result_after_a_change(change):
-    stock, model = _pair()
-    model.load_state_dict(stock.state_dict())
+def test_no_stale_result_after_a_change(change, inference):
+    # A plain converted layer in eval packs its weights too, on its second call with them
+    # unchanged (``_inference.forward_plain``): two calls before the change and after it.
+    stock = _generator()
+    model = ot.convert(stock, inference=inference)
     z = torch.randn(2, 16, 1, 1)
     with torch.no_grad():
-        assert _close(model(z), stock(z))  # packed now
+        for _ in range(2):
+            assert _close(model(z), stock(z))
+    assert type(_inference._packed[id(model[0])][1]) is _inference._Packed  # packed now
     change(model, stock)
     with torch.no_grad():
-        assert _close(model(z), stock(z))
+        for _ in range(2):
+            assert _close(model(z), stock(z))
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")

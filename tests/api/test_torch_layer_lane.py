@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import onednn_graph.torch as ot  # noqa: E402
-from onednn_graph.torch import _kernel_choice, _layer  # noqa: E402
+from onednn_graph.torch import _inference, _kernel_choice, _layer  # noqa: E402
 
 
 def _pair():
@@ -71,12 +71,19 @@ def _tiny():
 
 
 @pytest.mark.torch_kernels  # the default rule decides (not held to oneDNN)
-def test_a_tiny_float32_layer_the_rule_gives_torch_nn_takes_the_lane(plans):
+@pytest.mark.parametrize("eval_mode", [False, True], ids=["training mode", "eval"])
+def test_a_tiny_float32_layer_the_rule_gives_torch_nn_takes_the_lane(plans, eval_mode):
+    # (in eval, where a layer oneDNN computes packs its weights, one torch.nn computes
+    # keeps to its lane: nothing packed)
     theirs, ours, x = _tiny()
+    ours.train(not eval_mode)
     with torch.no_grad():
         for _ in range(3):
             _same(ours, theirs, x)
     assert len(plans) == 1
+    assert (id(ours) in _inference._packed) == eval_mode  # (marked seen once, not packed)
+    if eval_mode:
+        assert type(_inference._packed[id(ours)][1]).__name__ == "_Seen"
 
 
 @pytest.mark.parametrize("change", ["input shape", "channels-last input", "input dtype",

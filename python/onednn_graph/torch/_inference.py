@@ -33,6 +33,11 @@ counter sees them), so after such a write call ``refresh(model)``. A call that r
 gradients (``requires_grad`` parameters outside ``no_grad``) folds with differentiable
 torch ops and packs nothing.
 
+A layer of plain ``convert(model)`` (no epilogue) packs in eval too (``forward_plain``):
+nothing folded or fused, its weights packed on the second call in a row that finds them
+unchanged (``_Seen`` marks the first), so that weights changed before every call never
+pay a partition's compile on every call.
+
 Under ``torch.compile`` the layer with its epilogue is one registered op,
 ``conv_transpose_inference``, whose implementation packs as eager does, per weight
 (``run_registered``); its result's layout (channels-last for a next layer, stock
@@ -54,8 +59,8 @@ from .._impl import (arrays as _arrays, as_f32 as _as_f32, call as _call, compil
                      kernels as _kernels, lowering as _lowering, plan as _plan)
 from . import _kernel_choice, _layer, _library, _native, _routing, _subpixel, functional as _functional
 
-__all__ = ["Epilogue", "applied", "describe", "disable", "enable", "epilogue_of", "find", "forward",
-           "refresh"]
+__all__ = ["Epilogue", "NO_EPILOGUE", "applied", "describe", "disable", "enable", "epilogue_of", "find",
+           "forward", "forward_plain", "refresh"]
 
 _TRANSPOSED = (torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
 _NORMS = {1: torch.nn.BatchNorm1d, 2: torch.nn.BatchNorm2d, 3: torch.nn.BatchNorm3d}
@@ -284,10 +289,10 @@ def _plain(epilogue: Epilogue) -> bool:
 
 
 def describe(layer: torch.nn.Module) -> str:
-    """What inference does for `layer` (``report``), "" where it has no inference mode."""
+    """What inference does for `layer` (``report``)."""
     epilogue = epilogue_of(layer)
-    if epilogue is None:
-        return ""
+    if epilogue is None:  # (``forward_plain``)
+        return "in eval without gradients: weights packed once two calls in a row had them unchanged"
     done = ["weights packed once"]
     if epilogue.bn is not None:
         done.append(f"{type(epilogue.bn).__name__} folded")
@@ -492,7 +497,7 @@ def _kept(cache: dict, owner: Any) -> Any:
 # id(layer) -> (a weak reference to the layer, its _Packed) for a layer's eager calls;
 # id(weight) -> the same for ``conv_transpose_inference`` (torch.compile's calls). A forked
 # child packs again.
-_packed: dict[int, tuple[Any, _Packed | _OnTorch]] = {}
+_packed: dict[int, tuple[Any, _Packed | _OnTorch | _Seen]] = {}
 _packed_by_weight: dict[int, tuple[Any, _Packed]] = {}
 os.register_at_fork(after_in_child=_packed.clear)
 os.register_at_fork(after_in_child=_packed_by_weight.clear)
@@ -505,7 +510,7 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
     # The sources, not the weight: a parametrized weight is computed on every read, and
     # the packed call needs it only when it packs.
     sources = _sources(layer, epilogue)
-    recorded = torch.is_grad_enabled() and (input.requires_grad or any(t.requires_grad for t in sources))
+    recorded = _recorded(input, sources)
     if recorded or not _library.untraced(input):  # (plain CPU tensors only, nothing tracing)
         if torch.compiler.is_compiling() and not recorded:
             if _kernel_choice.plain_in_graph(_plain(epilogue)):  # torch's convolution in the graph
@@ -513,6 +518,49 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
             if _compiles_packed(layer, input) and not _kernel_choice.by_rule(layer, input, layer.weight):
                 return _compiled_call(layer, input, epilogue)
         return _composed(layer, input, *_layer.weight_and_bias(layer), epilogue)
+    return _packed_call(layer, input, epilogue, sources, deferred=False)
+
+
+#: The epilogue of a layer ``convert`` gave none (``forward_plain``): nothing folded or fused.
+NO_EPILOGUE = Epilogue(None, None, None)
+
+
+def forward_plain(layer: torch.nn.Module, input: torch.Tensor) -> torch.Tensor:
+    """``layer(input)`` in eval for a layer ``convert(model)`` gave no epilogue (no
+    ``inference=True``): where nothing records or traces the call and oneDNN's kernel
+    computes it, with its weights packed as ``forward`` packs them, once a second call in a
+    row finds them unchanged (in eval without gradients a model's weights rarely change;
+    where they change before every call, packing would compile a partition each time);
+    every other call as ``_layer.forward`` computes it (the lane first: torch.nn's kernel
+    for a tiny layer costs no more than in training mode)."""
+    out = _layer.on_lane(layer, input)
+    if out is not None:
+        return out
+    sources = _sources(layer, NO_EPILOGUE)
+    if _recorded(input, sources) or not _library.untraced(input):
+        return _layer.forward_with(layer, input, *_layer.weight_and_bias(layer))
+    return _packed_call(layer, input, NO_EPILOGUE, sources, deferred=True)
+
+
+def _recorded(input: torch.Tensor, sources: list[torch.Tensor]) -> bool:
+    """Whether autograd records a call on `input` and the layer's `sources`."""
+    return torch.is_grad_enabled() and (input.requires_grad or any(t.requires_grad for t in sources))
+
+
+class _Seen:
+    """A deferred layer's call seen once (``forward_plain``): its key and its sources'
+    stamp, to pack on the next call if both are the same."""
+
+    __slots__ = ("key", "stamp")
+
+    def __init__(self, key: tuple, stamp: Stamp) -> None:
+        self.key, self.stamp = key, stamp
+
+
+def _packed_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue,
+                 sources: list[torch.Tensor], deferred: bool) -> torch.Tensor:
+    """``forward``'s call where nothing records or traces it: the layer's packed call, made
+    or kept (`deferred`: made on the second call in a row with the same key and sources)."""
     autocast = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
     # The input's memory format as the stock model has it: another layer writes its result
     # channels-last for this one (Epilogue.next_layer), where stock writes it as its rule says.
@@ -522,11 +570,17 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
     key = (input.shape, input.dtype, input.stride(), autocast, stock_format, layer.stride,
            layer.padding, layer.output_padding, layer.dilation, layer.groups) + _compiled.call_threads()
     packed = _kept(_packed, layer)
-    if packed is None or packed.key != key or not _same(packed.stamp, sources):
+    fresh = packed is not None and packed.key == key and _same(packed.stamp, sources)
+    if not fresh or type(packed) is _Seen:
         weight, bias = _layer.weight_and_bias(layer)
         if _unversioned(sources):  # no change to them would be seen: nothing is kept
             return _composed(layer, input, weight, bias, epilogue)
+        if deferred and not fresh:
+            _keep(_packed, layer, _Seen(key, _stamp(sources)))
+            return _composed(layer, input, weight, bias, epilogue)
         if autocast is None and _layer.runs_torch_nn(layer, input, weight, bias):
+            if deferred:  # (``_layer``'s call: the next one takes the layer's lane)
+                return _composed(layer, input, weight, bias, epilogue)
             packed = _OnTorch(layer, key, sources, weight, bias, epilogue)  # the faster kernel
         else:
             packed = _pack(geometry_of(layer), input, weight, bias, norm_of(epilogue.bn),

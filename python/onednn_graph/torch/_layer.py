@@ -34,8 +34,8 @@ import torch
 
 from . import _eager, _kernel_choice, _library, _native, _processes, functional as _functional
 
-__all__ = ["forward", "forward_with", "runs_torch_nn", "torch_computes", "torch_function", "torch_nn",
-           "weight_and_bias"]
+__all__ = ["forward", "forward_with", "on_lane", "runs_torch_nn", "torch_computes", "torch_function",
+           "torch_nn", "weight_and_bias"]
 
 
 class _Plan:
@@ -98,17 +98,25 @@ def weight_and_bias(layer: Any) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
 def forward(layer: Any, input: torch.Tensor) -> torch.Tensor:
     """``layer(input)`` for one of the package's layers (``output_size`` None): on the
     eager path with its plan, or ``functional``'s path (traced, autocast, unbatched)."""
-    weight, bias = weight_and_bias(layer)
+    out = on_lane(layer, input)
+    return out if out is not None else forward_with(layer, input, *weight_and_bias(layer))
+
+
+def on_lane(layer: Any, input: torch.Tensor) -> Optional[torch.Tensor]:
+    """``layer(input)`` by torch.nn's function where the call's facts are those of the last
+    call torch.nn's kernel computed (the layer's lane, ``_lane``), else None. (The weight
+    is read only where the layer has a lane: a parametrized one is computed on each read.)"""
     entry = _plans.get(id(layer))
     if entry is not None:
         plan = entry[1]
         # (not while torch.jit.trace traces: its sizes are traced values, which the
         # comparison would turn into constants of the trace with a warning)
         if plan.lane is not None and not _compiling() and _jit_tracing() is None:
+            weight, bias = weight_and_bias(layer)
             lane = _lane(layer, input, weight, bias)
             if lane == plan.lane and entry[0]() is layer:  # as the last call: torch.nn's
                 return _TORCH_FUNCTIONS[len(lane[0]) - 2](input, weight, bias, *lane[-5:])
-    return forward_with(layer, input, weight, bias)
+    return None
 
 
 def forward_with(layer: Any, input: torch.Tensor, weight: torch.Tensor,

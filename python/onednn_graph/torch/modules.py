@@ -49,6 +49,8 @@ class _OneDNNForward(torch.nn.modules.conv._ConvTransposeNd):
             epilogue = _inference.epilogue_of(self)  # convert(..., inference=True)
             if epilogue is not None and _inference.applied(self, epilogue):
                 return _inference.forward(self, input, epilogue)
+            if not self.training:  # weights packed where nothing records gradients
+                return _inference.forward_plain(self, input)
             return _layer.forward(self, input)  # with what the layer's last call settled
         if _layer.torch_computes(input, self.weight):
             return super().forward(input, output_size)  # as _layer.forward

@@ -1,0 +1,150 @@
+"""A layer of plain ``convert(model)`` in eval packs its weights (``_inference.forward_plain``):
+where nothing records gradients and oneDNN's kernel computes the call, the second call in a
+row with the same weights compiles them as constants of the partition, and later calls run
+that; any change of the weights is seen as ``inference=True``'s packed calls see it
+(``test_torch_inference.test_no_stale_result_after_a_change`` runs every change on both).
+
+Truth: the stock layer (torch.nn) with the same parameters, within 1e-4 of max |stock| in
+f32 (the same sums in another order: near 1e-6), 0.05 under bf16 autocast (8 bits, a few
+units of 2**-8 over the sum's rounding). What is kept is read from ``_inference._packed``.
+"""
+
+import copy
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import onednn_graph.torch as ot  # noqa: E402
+from onednn_graph.torch import _inference  # noqa: E402
+
+
+def _pair(c_in=64, c_out=32, kernel=4, padding=1):
+    torch.manual_seed(0)
+    stock = torch.nn.Sequential(torch.nn.ConvTranspose2d(c_in, c_out, kernel, 2, padding)).eval()
+    return stock, ot.convert(stock)
+
+
+def _close(got, want, tol=1e-4):
+    got, want = got.detach().float(), want.detach().float()
+    return float((got - want).abs().max()) <= tol * float(want.abs().max())
+
+
+def _kept(layer):
+    entry = _inference._packed.get(id(layer))
+    return None if entry is None else type(entry[1]).__name__
+
+
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode", "frozen parameters"])
+def test_the_second_call_packs_and_later_calls_run_it(mode):
+    stock, model = _pair()
+    if mode == "frozen parameters":  # gradients enabled, nothing requires them
+        for m in (stock, model):
+            m.requires_grad_(False)
+    x = torch.randn(4, 64, 12, 12)
+    context = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode,
+               "frozen parameters": torch.enable_grad}[mode]
+    with context():
+        want = stock(x)
+        assert _close(model(x), want)
+        assert _kept(model[0]) == "_Seen"  # seen once: computed as in training mode
+        got = model(x)
+        assert _kept(model[0]) == "_Packed"
+        packed = _inference._packed[id(model[0])][1]
+        assert _close(got, want) and _close(model(x), want)
+        assert _inference._packed[id(model[0])][1] is packed  # kept, not packed again
+    assert "weights packed once" in ot.report(model)[0].why
+
+
+def test_weights_that_change_before_every_call_are_never_packed():
+    # (an EMA copy or a policy evaluated in eval between updates: a partition compiled on
+    # every call would cost more than the reorder it saves)
+    stock, model = _pair()
+    x = torch.randn(2, 64, 6, 6)
+    with torch.no_grad():
+        for _ in range(4):
+            for m in (stock, model):
+                m[0].weight.mul_(-1.1)
+            assert _close(model(x), stock(x))
+            assert _kept(model[0]) == "_Seen"
+
+
+def test_another_input_shape_packs_again_on_its_second_call():
+    stock, model = _pair()
+    with torch.no_grad():
+        for shape in ((2, 64, 6, 6), (3, 64, 5, 7)):
+            x = torch.randn(shape)
+            for kept in ("_Seen", "_Packed", "_Packed"):
+                assert _close(model(x), stock(x))
+                assert _kept(model[0]) == kept
+
+
+def test_training_mode_and_recorded_calls_pack_nothing():
+    stock, model = _pair()
+    x = torch.randn(2, 64, 6, 6, requires_grad=True)
+    for _ in range(2):  # eval, gradients recorded: the layer's autograd call
+        got = model(x)
+    (gx,) = torch.autograd.grad(got.square().sum(), x)
+    (wx,) = torch.autograd.grad(stock(x).square().sum(), x)
+    assert _close(gx, wx)
+    model.train()
+    with torch.no_grad():  # training mode (a GAN's generator making fakes): as ever
+        for _ in range(2):
+            assert _close(model(x), stock(x))
+    assert _kept(model[0]) is None
+
+
+def test_bf16_autocast_packs_bf16_weights():
+    stock, model = _pair()
+    x = torch.randn(2, 64, 6, 6)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        want = stock(x)
+        for _ in range(2):
+            got = model(x)
+        assert got.dtype == want.dtype == torch.bfloat16
+        assert _kept(model[0]) == "_Packed"
+        assert _inference._packed[id(model[0])][1].dtype == torch.bfloat16
+    assert _close(got, want, tol=0.05)
+
+
+def test_parameters_made_under_inference_mode_are_never_kept():
+    # PyTorch keeps no version of an inference tensor: an in-place write under
+    # inference_mode would go unseen by a packed call's stamp.
+    with torch.inference_mode():
+        stock, model = _pair()
+        x = torch.randn(2, 64, 6, 6)
+        for _ in range(2):
+            assert _close(model(x), stock(x))
+        for m in (stock, model):
+            m[0].weight.mul_(-0.5)
+        assert _close(model(x), stock(x))
+    assert _kept(model[0]) is None
+
+
+def test_a_parametrized_weight_whose_original_changes():
+    torch.manual_seed(0)
+    stock = torch.nn.Sequential(
+        torch.nn.utils.parametrizations.weight_norm(torch.nn.ConvTranspose1d(64, 32, 8, 4, 2))).eval()
+    model = ot.convert(stock)
+    x = torch.randn(1, 64, 50)
+    with torch.no_grad():
+        for _ in range(2):
+            assert _close(model(x), stock(x))
+        assert _kept(model[0]) == "_Packed"
+        for m in (model, stock):
+            m[0].parametrizations.weight.original1.mul_(-1.0)
+        for _ in range(2):
+            assert _close(model(x), stock(x))
+
+
+def test_revert_drops_what_was_packed_and_copies_pickle():
+    stock, model = _pair()
+    x = torch.randn(2, 64, 6, 6)
+    with torch.no_grad():
+        for _ in range(2):
+            model(x)
+        assert _kept(model[0]) == "_Packed"
+        copied = copy.deepcopy(model)
+        assert _close(copied(x), stock(x))
+        ot.revert(model, inplace=True)
+    assert _kept(model[0]) is None
