@@ -6,7 +6,7 @@
 Each architecture is built from its library's own classes with random weights (no
 downloads), once as the library builds it ("stock": torch.nn's ConvTranspose layers)
 and once through ``onednn_graph.torch.convert`` (the same parameters). For f32 and
-under ``torch.autocast("cpu", dtype=torch.bfloat16)``, inference (``torch.no_grad``)
+under ``torch.autocast("cpu", dtype=torch.bfloat16)``, inference (eval, ``torch.no_grad``)
 and one training step (forward, a mean-square loss, backward, an SGD step), the two
 run in interleaved rounds of a few calls each (the order rotating); the table gives the
 median time per call of each and the median of the per-round ratios converted/stock with
@@ -293,6 +293,8 @@ def measure(build: Callable[[], Built], train: bool, autocast: bool, rounds: int
     the input it had in the model, summed)."""
     torch.manual_seed(0)
     stock, inputs, loss = build()
+    if not train:  # inference is eval's (BatchNorm's running statistics, no dropout)
+        stock.eval()
     models = {"stock": stock, "converted": ot.convert(stock),
               "rest": _without_conv_transpose(stock, inputs, autocast)}
     runs = {k: _runner(m, inputs, loss, train, autocast) for k, m in models.items()}
