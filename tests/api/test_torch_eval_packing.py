@@ -148,3 +148,49 @@ def test_revert_drops_what_was_packed_and_copies_pickle():
         assert _close(copied(x), stock(x))
         ot.revert(model, inplace=True)
     assert _kept(model[0]) is None
+
+
+# Under torch.compile, eval without gradients: as inference=True's layer with nothing to
+# fold or fuse (torch's convolution in the graph where the default rule decides; held to
+# oneDNN, the registered op that packs per weight).
+COMPILE_WARNINGS = pytest.mark.filterwarnings(
+    "ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+
+
+@COMPILE_WARNINGS
+def test_compiled_eval_packs_and_is_never_stale(monkeypatch):
+    stock, model = _pair()
+    calls = []
+    real = _inference.run_registered
+    monkeypatch.setattr(_inference, "run_registered", lambda *a: calls.append(1) or real(*a))
+    compiled = torch.compile(model, fullgraph=True)
+    x = torch.randn(2, 64, 6, 6)
+    with torch.no_grad():
+        assert _close(compiled(x), stock(x))
+        assert calls  # the registered inference op, packing per weight
+        for m in (stock, model):
+            m[0].weight.mul_(-1.5)
+        assert _close(compiled(x), stock(x))
+
+
+@COMPILE_WARNINGS
+@pytest.mark.torch_kernels  # the default rule decides (not held to oneDNN)
+def test_compiled_eval_takes_torchs_convolution():
+    # (the training op's fixed strides made Inductor convert its neighbours' layouts:
+    # MONAI's GAN generator compiled ran 1.31x stock with it)
+    stock, model = _pair()
+    x = torch.randn(2, 64, 6, 6)
+    with torch.no_grad():
+        assert _close(torch.compile(model)(x), stock(x))
+        explained = torch._dynamo.explain(model)(x)
+    ops = [str(n.target) for g in explained.graphs for n in g.graph.nodes if n.op == "call_function"]
+    assert explained.graph_break_count == 0 and not any("onednn_graph" in op for op in ops), ops
+
+
+@COMPILE_WARNINGS
+def test_compiled_eval_recording_gradients_is_differentiable():
+    stock, model = _pair()
+    x = torch.randn(2, 64, 6, 6, requires_grad=True)
+    (got,) = torch.autograd.grad(torch.compile(model)(x).square().sum(), x)
+    (want,) = torch.autograd.grad(stock(x).square().sum(), x)
+    assert _close(got, want)

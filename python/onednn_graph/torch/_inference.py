@@ -531,13 +531,18 @@ def forward_plain(layer: torch.nn.Module, input: torch.Tensor) -> torch.Tensor:
     computes it, with its weights packed as ``forward`` packs them, once a second call in a
     row finds them unchanged (in eval without gradients a model's weights rarely change;
     where they change before every call, packing would compile a partition each time);
-    every other call as ``_layer.forward`` computes it (the lane first: torch.nn's kernel
-    for a tiny layer costs no more than in training mode)."""
+    under torch.compile as ``forward`` with nothing folded or fused (torch's convolution in
+    the graph, ``_kernel_choice.plain_in_graph``: the training op there ran MONAI's GAN
+    generator 1.31x stock compiled); every other call as ``_layer.forward`` computes it
+    (the lane first: torch.nn's kernel for a tiny layer costs no more than in training mode)."""
     out = _layer.on_lane(layer, input)
     if out is not None:
         return out
     sources = _sources(layer, NO_EPILOGUE)
-    if _recorded(input, sources) or not _library.untraced(input):
+    recorded = _recorded(input, sources)
+    if not recorded and torch.compiler.is_compiling():
+        return forward(layer, input, NO_EPILOGUE)
+    if recorded or not _library.untraced(input):
         return _layer.forward_with(layer, input, *_layer.weight_and_bias(layer))
     return _packed_call(layer, input, NO_EPILOGUE, sources, deferred=True)
 
