@@ -233,4 +233,29 @@ def test_under_torch_compile_a_plain_inference_layer_is_torchs_convolution(epilo
         explained = torch._dynamo.explain(ours)(x)
     ops = [str(n.target) for g in explained.graphs for n in g.graph.nodes if n.op == "call_function"]
     assert any("conv_transpose_inference" in op for op in ops) == (epilogue != "none"), ops
-    assert ("torch's convolution" in ot.report(ours)[0].why) == (epilogue == "none")
+    assert ("torch's convolution (nothing to fold or fuse)" in ot.report(ours)[0].why) == (epilogue == "none")
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("held", [False, True], ids=["default", "held to oneDNN"])
+def test_under_torch_compile_a_training_call_is_torchs_convolution(held, monkeypatch):
+    # torch.compile's graph holds torch's own convolution for a call that records gradients
+    # (_kernel_choice.training_in_graph), the registered training op where
+    # ONEDNN_GRAPH_TORCH_KERNELS holds calls to oneDNN; gradients as stock's either way.
+    if held:
+        monkeypatch.setenv(_kernel_choice.ENV, "off")
+    else:
+        monkeypatch.delenv(_kernel_choice.ENV, raising=False)
+    torch.manual_seed(0)
+    stock = torch.nn.ConvTranspose2d(32, 16, 4, 2, 1)
+    ours = ot.convert(copy.deepcopy(stock))
+    xs = torch.randn(4, 32, 16, 16, requires_grad=True)
+    xo = xs.detach().clone().requires_grad_()
+    torch.compile(ours, fullgraph=True)(xo).square().sum().backward()
+    stock(xs).square().sum().backward()
+    for got, want in ((xo.grad, xs.grad), (ours.weight.grad, stock.weight.grad), (ours.bias.grad, stock.bias.grad)):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)  # sums in another order
+    explained = torch._dynamo.explain(ours)(xo)
+    ops = [str(n.target) for g in explained.graphs for n in g.graph.nodes if n.op == "call_function"]
+    assert any("onednn_graph" in op for op in ops) == held, ops
+    assert ("under torch.compile torch's convolution" in ot.report(ours)[0].why) != held

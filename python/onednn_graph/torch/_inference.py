@@ -289,10 +289,16 @@ def _plain(epilogue: Epilogue) -> bool:
 
 
 def describe(layer: torch.nn.Module) -> str:
-    """What inference does for `layer` (``report``)."""
+    """What inference does for `layer`, and torch.compile for its training calls (``report``)."""
     epilogue = epilogue_of(layer)
-    if epilogue is None:  # (``forward_plain``)
-        return "in eval without gradients: weights packed once two calls in a row had them unchanged"
+    # (training calls in torch.compile's graph: ``_layer.forward_with``; a plain layer's
+    # eval calls there: ``forward_plain``)
+    compiled = _kernel_choice.training_in_graph(True)
+    if epilogue is None:
+        return "in eval without gradients: weights packed once two calls in a row had them unchanged" + (
+            "; under torch.compile torch's convolution (measured faster there)" if compiled else "")
+    training = "; under torch.compile its training calls torch's convolution (measured faster there)" \
+        if compiled else ""
     done = ["weights packed once"]
     if epilogue.bn is not None:
         done.append(f"{type(epilogue.bn).__name__} folded")
@@ -302,7 +308,7 @@ def describe(layer: torch.nn.Module) -> str:
         done.append("its result channels-last for the next layer")
     if _kernel_choice.plain_in_graph(_plain(epilogue)):
         done.append("under torch.compile torch's convolution (nothing to fold or fuse)")
-    return "inference in eval: " + ", ".join(done)
+    return "inference in eval: " + ", ".join(done) + training
 
 
 def refresh(model: torch.nn.Module) -> None:

@@ -126,7 +126,8 @@ def forward_with(layer: Any, input: torch.Tensor, weight: torch.Tensor,
     nsp = len(layer.kernel_size)
     if type(input) not in _PLAIN or input.dim() != nsp + 2 \
             or not _library.untraced(input, weight, bias):
-        if torch_computes(input, weight) or _kernel_choice.by_rule(layer, input, weight):
+        if torch_computes(input, weight) or _kernel_choice.by_rule(layer, input, weight) or (
+                _compiling() and _kernel_choice.training_in_graph(_recorded(input, weight, bias))):
             return torch_nn(layer, input, weight, bias)
         return _functional._conv_transpose_nd(nsp, input, weight, bias, layer.stride,
                                               layer.padding, layer.output_padding, layer.groups,
@@ -141,8 +142,7 @@ def forward_with(layer: Any, input: torch.Tensor, weight: torch.Tensor,
         return torch_nn(layer, input, weight, bias)
     if call.empty:  # nothing to sum: the registered op knows the geometry's answer
         return _library.conv_transpose(input, weight, bias, *call.attrs)
-    recorded = torch.is_grad_enabled() and (input.requires_grad or weight.requires_grad
-                                            or (bias is not None and bias.requires_grad))
+    recorded = _recorded(input, weight, bias)
     kernel = plan.kernels.get((input.stride(), recorded), _UNDECIDED)
     if kernel is _UNDECIDED:
         kernel = _torch_kernel(layer, plan, input, weight, bias, recorded)
@@ -150,6 +150,12 @@ def forward_with(layer: Any, input: torch.Tensor, weight: torch.Tensor,
         return _on_onednn(layer, plan, input, weight, bias)
     plan.lane = _lane(layer, *uncast)
     return torch_nn(layer, input, weight, bias)
+
+
+def _recorded(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> bool:
+    """Whether autograd records a call on these tensors."""
+    return _grad_enabled() and (input.requires_grad or weight.requires_grad
+                                or (bias is not None and bias.requires_grad))
 
 
 def _lane(layer: Any, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> tuple:
@@ -164,8 +170,8 @@ def _lane(layer: Any, input: torch.Tensor, weight: torch.Tensor, bias: Optional[
     torch.nn's own forward (``benchmarks/layer_overhead.py``). The attributes come last:
     the call's own, as that function takes them."""
     return (input.shape, input.stride(), input.dtype, weight.shape,
-            _grad_enabled() and (input.requires_grad or weight.requires_grad
-                                 or (bias is not None and bias.requires_grad)),
+            _grad_enabled() and (input.requires_grad or weight.requires_grad  # (``_recorded``
+                                 or (bias is not None and bias.requires_grad)),  # inline: 0.1 us)
             _any_autocast(),
             layer.stride, layer.padding, layer.output_padding, layer.groups, layer.dilation)
 
