@@ -150,6 +150,28 @@ def test_revert_drops_what_was_packed_and_copies_pickle():
     assert _kept(model[0]) is None
 
 
+
+def test_an_unapplied_epilogue_packs_the_layer_alone_and_then_folds():
+    # inference=True, the layer in eval but its BatchNorm in training mode: the epilogue is
+    # not applied (the BatchNorm computes on the batch), the layer packs alone; with the
+    # BatchNorm in eval too, the next calls fold it. Each result as stock's.
+    torch.manual_seed(0)
+    stock = torch.nn.Sequential(torch.nn.ConvTranspose2d(64, 32, 4, 2, 1), torch.nn.BatchNorm2d(32),
+                                torch.nn.ReLU()).eval()
+    model = ot.convert(copy.deepcopy(stock), inference=True)
+    x = torch.randn(4, 64, 6, 6)
+    for m in (stock, model):
+        m[1].train()
+    with torch.no_grad():
+        for _ in range(2):
+            assert _close(model(x), stock(x))
+        assert _kept(model[0]) == "_Packed"
+        for m in (stock, model):
+            m[1].eval()
+        for _ in range(2):
+            assert _close(model(x), stock(x))
+
+
 # Under torch.compile, eval without gradients: as inference=True's layer with nothing to
 # fold or fuse (torch's convolution in the graph where the default rule decides; held to
 # oneDNN, the registered op that packs per weight).

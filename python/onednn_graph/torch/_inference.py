@@ -577,9 +577,11 @@ def _packed_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue
     # channels-last for this one (Epilogue.next_layer), where stock writes it as its rule says.
     handed = _handed.get(layer)
     stock_format = handed[1] if handed is not None and handed[0]() is input else None
-    # (the layer's attributes as it has them: a changed padding is another call)
+    # (the layer's attributes as it has them: a changed padding is another call; `deferred`:
+    # a plain call with the epilogue unapplied, a BatchNorm in training mode, is another)
     key = (input.shape, input.dtype, input.stride(), autocast, stock_format, layer.stride,
-           layer.padding, layer.output_padding, layer.dilation, layer.groups) + _compiled.call_threads()
+           layer.padding, layer.output_padding, layer.dilation, layer.groups, deferred) \
+        + _compiled.call_threads()
     packed = _kept(_packed, layer)
     fresh = packed is not None and packed.key == key and _same(packed.stamp, sources)
     if not fresh or type(packed) is _Seen:
