@@ -259,3 +259,20 @@ def test_under_torch_compile_a_training_call_is_torchs_convolution(held, monkeyp
     ops = [str(n.target) for g in explained.graphs for n in g.graph.nodes if n.op == "call_function"]
     assert any("onednn_graph" in op for op in ops) == held, ops
     assert ("under torch.compile torch's convolution" in ot.report(ours)[0].why) != held
+
+
+@pytest.mark.parametrize("mode", ["training", "eval", "inference mode"])
+def test_torch_export_keeps_the_packages_op(mode, monkeypatch):
+    # torch's convolution is Inductor's choice under torch.compile; an exported program
+    # holds the package's op (plain_in_graph, training_in_graph), as the user guide says.
+    monkeypatch.delenv(_kernel_choice.ENV, raising=False)
+    torch.manual_seed(0)
+    stock = torch.nn.Sequential(torch.nn.ConvTranspose2d(32, 16, 4, 2, 1))
+    ours = ot.convert(copy.deepcopy(stock), inference=mode == "inference mode").train(mode == "training")
+    stock.train(mode == "training")
+    x = torch.randn(2, 32, 8, 8)
+    with torch.no_grad() if mode != "training" else torch.enable_grad():
+        program = torch.export.export(ours, (x,))
+        torch.testing.assert_close(program.module()(x), stock(x), rtol=1e-4, atol=1e-4)
+    ops = [str(n.target) for n in program.graph.nodes if n.op == "call_function"]
+    assert any(op.startswith("onednn_graph.") for op in ops), ops

@@ -162,8 +162,9 @@ def plain_in_graph(plain: bool) -> bool:
     up: MONAI's GAN generator (three plain layers) ran 1.17-1.28x stock compiled with the
     op and 1.01-1.02x with torch's convolution, MONAI's BasicUNet (four layers handing on
     channels-last) 1.15x with the op (Zen 4, interleaved in one process). Not where
-    ``ONEDNN_GRAPH_TORCH_KERNELS`` holds calls to oneDNN."""
-    return plain and not _held_to_onednn()
+    ``ONEDNN_GRAPH_TORCH_KERNELS`` holds calls to oneDNN, nor in ``torch.export``'s
+    graph (a program exported for another runtime, not Inductor: the package's op)."""
+    return plain and not _held_to_onednn() and not _exporting()
 
 
 def training_in_graph(recorded: bool) -> bool:
@@ -174,8 +175,12 @@ def training_in_graph(recorded: bool) -> bool:
     against torch.compile(model), in-process A/B of 10 rounds on the Zen 4, f32: the mask
     head 1.28x, Keypoint R-CNN's head 1.32x, MONAI's 2-D U-Net 1.14x and GAN generator
     1.29x, the training example's generator 1.10x, the 3-D U-Net 1.02x, DCGAN 0.93x. Not
-    where ``ONEDNN_GRAPH_TORCH_KERNELS`` holds calls to oneDNN."""
-    return recorded and not _held_to_onednn()
+    where ``ONEDNN_GRAPH_TORCH_KERNELS`` holds calls to oneDNN, nor in ``torch.export``'s
+    graph (as ``plain_in_graph``)."""
+    return recorded and not _held_to_onednn() and not _exporting()
+
+
+_exporting = getattr(torch.compiler, "is_exporting", lambda: False)  # (PyTorch < 2.6: none)
 
 
 def decide(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
