@@ -172,6 +172,41 @@ def test_an_unapplied_epilogue_packs_the_layer_alone_and_then_folds():
             assert _close(model(x), stock(x))
 
 
+
+GEOMETRIES = {  # (layer, input shape, memory format)
+    "mask head, k = s": (lambda: torch.nn.ConvTranspose2d(256, 256, 2, 2), (8, 256, 14, 14), None),
+    "1-D vocoder": (lambda: torch.nn.ConvTranspose1d(256, 128, 8, 4, 2), (1, 256, 100), None),
+    "3-D decoder": (lambda: torch.nn.ConvTranspose3d(32, 16, 3, 2, 1, output_padding=1), (1, 32, 4, 4, 4), None),
+    "grouped": (lambda: torch.nn.ConvTranspose2d(64, 32, 4, 2, 1, groups=4), (2, 64, 6, 6), None),
+    "dilated, lowered": (lambda: torch.nn.ConvTranspose2d(16, 8, 2, 1, 0, output_padding=1, dilation=2),
+                         (2, 16, 5, 5), None),
+    "few output channels": (lambda: torch.nn.ConvTranspose2d(64, 3, 4, 2, 1), (2, 64, 8, 8), None),
+    "channels-last": (lambda: torch.nn.ConvTranspose2d(64, 32, 4, 2, 1), (2, 64, 6, 6), torch.channels_last),
+    "empty batch": (lambda: torch.nn.ConvTranspose2d(64, 32, 4, 2, 1), (0, 64, 6, 6), None),
+}
+
+
+@pytest.mark.parametrize("case", list(GEOMETRIES))
+def test_packed_calls_match_stock_on_every_geometry(case):
+    # Each geometry the packed call lowers its own way (the native partition, the
+    # package's lowering, a formulation on views, an empty result): as stock's, with
+    # stock's strides, on the packing call and after it.
+    make, shape, fmt = GEOMETRIES[case]
+    torch.manual_seed(0)
+    stock = make().eval()
+    model = ot.convert(stock)
+    x = torch.randn(shape)
+    if fmt is not None:
+        x = x.contiguous(memory_format=fmt)
+    with torch.no_grad():
+        want = stock(x)
+        for _ in range(3):
+            got = model(x)
+            assert got.shape == want.shape and got.stride() == want.stride()
+            if want.numel():
+                assert _close(got, want)
+
+
 # Under torch.compile, eval without gradients: as inference=True's layer with nothing to
 # fold or fuse (torch's convolution in the graph where the default rule decides; held to
 # oneDNN, the registered op that packs per weight).
