@@ -207,6 +207,31 @@ def test_packed_calls_match_stock_on_every_geometry(case):
                 assert _close(got, want)
 
 
+
+@pytest.mark.parametrize("inference", [False, True], ids=["plain convert", "inference=True"])
+def test_a_layer_packs_at_most_repacks_times_then_runs_unpacked(inference):
+    # oneDNN 3.2 keeps every packing's reordered weights for the process's life: after
+    # REPACKS packings (each weight change), the layer's calls run unpacked, as stock's,
+    # until refresh.
+    stock, model = _pair()
+    if inference:
+        model = ot.convert(stock, inference=True)
+    x = torch.randn(2, 64, 6, 6)
+    with torch.no_grad():
+        for change in range(_inference.REPACKS + 2):
+            for m in (stock, model):
+                m[0].weight.mul_(-1.01)
+            for _ in range(2):
+                assert _close(model(x), stock(x))
+            kept = _inference._packed[id(model[0])][1]
+            assert kept.packs == min(change + 1, _inference.REPACKS)
+            assert type(kept).__name__ == ("_Packed" if change < _inference.REPACKS else "_Seen")
+        ot.refresh(model)
+        for _ in range(2):
+            assert _close(model(x), stock(x))
+        assert _kept(model[0]) == "_Packed" and _inference._packed[id(model[0])][1].packs == 1
+
+
 # Under torch.compile, eval without gradients: as inference=True's layer with nothing to
 # fold or fuse (torch's convolution in the graph where the default rule decides; held to
 # oneDNN, the registered op that packs per weight).

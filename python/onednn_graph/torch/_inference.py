@@ -59,8 +59,8 @@ from .._impl import (arrays as _arrays, as_f32 as _as_f32, call as _call, compil
                      kernels as _kernels, lowering as _lowering, plan as _plan)
 from . import _kernel_choice, _layer, _library, _native, _routing, _subpixel, functional as _functional
 
-__all__ = ["Epilogue", "NO_EPILOGUE", "applied", "describe", "disable", "enable", "epilogue_of", "find",
-           "forward", "forward_plain", "refresh"]
+__all__ = ["Epilogue", "NO_EPILOGUE", "REPACKS", "applied", "describe", "disable", "enable", "epilogue_of",
+           "find", "forward", "forward_plain", "refresh"]
 
 _TRANSPOSED = (torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
 _NORMS = {1: torch.nn.BatchNorm1d, 2: torch.nn.BatchNorm2d, 3: torch.nn.BatchNorm3d}
@@ -432,12 +432,13 @@ class _Packed:
     geometry, the functional API's fused call on them (``fused``)."""
 
     __slots__ = ("key", "stamp", "op", "direct", "fused", "arrays", "out_shape", "out_strides",
-                 "axes", "dtype", "stock_format")
+                 "axes", "dtype", "stock_format", "packs")
 
     def __init__(self, key: tuple, stamp: Stamp, out_shape: tuple, out_strides: tuple,
                  axes: Optional[tuple], dtype: torch.dtype, stock_format: torch.memory_format,
                  op: Any = None, fused: Any = None) -> None:
         self.key, self.stamp, self.op, self.fused = key, stamp, op, fused
+        self.packs = 0  # (``_packed_call``: how many times the layer packed, this one included)
         self.stock_format = stock_format  # the memory format the stock layer writes
         self.out_shape, self.out_strides, self.axes, self.dtype = out_shape, out_strides, axes, dtype
         self.arrays = () if op is None else tuple(op.constants[i] for i in sorted(op.constants))
@@ -467,12 +468,12 @@ class _OnTorch:
     in torch.nn's layout: nothing is handed on (``stock_format`` None). The activation is
     held weakly: the folded modules refer to their layer, which this must not keep alive."""
 
-    __slots__ = ("key", "stamp", "weight", "bias", "act", "function", "attrs")
+    __slots__ = ("key", "stamp", "weight", "bias", "act", "function", "attrs", "packs")
     stock_format = None
 
     def __init__(self, layer: torch.nn.Module, key: tuple, sources: list[torch.Tensor],
                  weight: torch.Tensor, bias: Optional[torch.Tensor], epilogue: Epilogue) -> None:
-        self.key, self.stamp = key, _stamp(sources)
+        self.key, self.stamp, self.packs = key, _stamp(sources), 0
         with torch.no_grad():
             self.weight, self.bias = fold(weight, bias, norm_of(epilogue.bn), layer.groups)
         self.act = None if epilogue.act is None else weakref.ref(epilogue.act)
@@ -560,12 +561,22 @@ def _recorded(input: torch.Tensor, sources: list[torch.Tensor]) -> bool:
 
 class _Seen:
     """A deferred layer's call seen once (``forward_plain``): its key and its sources'
-    stamp, to pack on the next call if both are the same."""
+    stamp, to pack on the next call if both are the same; or a call of a layer that packed
+    ``REPACKS`` times, which runs unpacked. `packs`: how many times the layer packed."""
 
-    __slots__ = ("key", "stamp")
+    __slots__ = ("key", "stamp", "packs")
 
-    def __init__(self, key: tuple, stamp: Stamp) -> None:
-        self.key, self.stamp = key, stamp
+    def __init__(self, key: tuple, stamp: Stamp, packs: int) -> None:
+        self.key, self.stamp, self.packs = key, stamp, packs
+
+
+#: How many times a layer packs its weights (on changes of its parameters or of its calls'
+#: key) before its calls run unpacked, their weights reordered on every call as in training,
+#: until ``refresh``. oneDNN 3.2 keeps every packed partition's reordered weights in its
+#: constant-tensor cache for the process's life (the cache has no capacity there, and a
+#: destroyed partition's entry stays): a DCGAN generator (14 MB of ConvTranspose weights)
+#: packed again after each of 30 weight changes held 470 MB more, none with the cache off.
+REPACKS = 8
 
 
 def _packed_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue,
@@ -588,19 +599,26 @@ def _packed_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue
         weight, bias = _layer.weight_and_bias(layer)
         if _unversioned(sources):  # no change to them would be seen: nothing is kept
             return _composed(layer, input, weight, bias, epilogue)
+        packs = 0 if packed is None else packed.packs
         if deferred and not fresh:
-            _keep(_packed, layer, _Seen(key, _stamp(sources)))
+            _keep(_packed, layer, _Seen(key, _stamp(sources), packs))
             return _composed(layer, input, weight, bias, epilogue)
         if autocast is None and _layer.runs_torch_nn(layer, input, weight, bias):
             if deferred:  # (``_layer``'s call: the next one takes the layer's lane)
                 return _composed(layer, input, weight, bias, epilogue)
             packed = _OnTorch(layer, key, sources, weight, bias, epilogue)  # the faster kernel
+        elif packs >= REPACKS:  # (oneDNN would keep every earlier packing's weights)
+            if not fresh:
+                _keep(_packed, layer, _Seen(key, _stamp(sources), packs))
+            return _composed(layer, input, weight, bias, epilogue)
         else:
             packed = _pack(geometry_of(layer), input, weight, bias, norm_of(epilogue.bn),
                            None if epilogue.act is None else post_of(epilogue.act), key, sources,
                            autocast, stock_format, epilogue.next_layer is not None)
+            packs += 1
         if packed is None:
             return _composed(layer, input, weight, bias, epilogue)
+        packed.packs = packs
         _keep(_packed, layer, packed)
     out = packed.run(input if autocast is None or input.dtype == autocast else input.to(autocast))
     if epilogue.next_layer is not None:
