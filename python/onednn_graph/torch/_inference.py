@@ -313,7 +313,8 @@ def describe(layer: torch.nn.Module) -> str:
 
 def refresh(model: torch.nn.Module) -> None:
     """Drop every packed weight of `model`'s layers: for writes through ``param.data``,
-    which PyTorch's version counters do not see."""
+    which PyTorch's version counters do not see; and a layer that packed ``REPACKS`` times
+    packs again."""
     for m in model.modules():
         _packed.pop(id(m), None)
     for t in model.parameters():
