@@ -562,8 +562,8 @@ def _recorded(input: torch.Tensor, sources: list[torch.Tensor]) -> bool:
 
 class _Seen:
     """A deferred layer's call seen once (``forward_plain``): its key and its sources'
-    stamp, to pack on the next call if both are the same; or a call of a layer that packed
-    ``REPACKS`` times, which runs unpacked. `packs`: how many times the layer packed."""
+    stamp, to pack on the next call if both are the same. `packs`: how many times the layer
+    packed before (``REPACKS``)."""
 
     __slots__ = ("key", "stamp", "packs")
 
@@ -571,9 +571,10 @@ class _Seen:
         self.key, self.stamp, self.packs = key, stamp, packs
 
 
-#: How many times a layer packs its weights (on changes of its parameters or of its calls'
-#: key) before its calls run unpacked, their weights reordered on every call as in training,
-#: until ``refresh``. oneDNN 3.2 keeps every packed partition's reordered weights in its
+#: How many times a layer (under torch.compile: a weight) packs its weights, on changes of
+#: its parameters or of its calls' key; after that its calls fold them once per change but
+#: do not pack them (``_pack``'s `constant`: oneDNN reorders them on every call, as in
+#: training, and keeps nothing), until ``refresh``. oneDNN 3.2 keeps every packed partition's reordered weights in its
 #: constant-tensor cache for the process's life (the cache has no capacity there, and a
 #: destroyed partition's entry stays): a DCGAN generator (14 MB of ConvTranspose weights)
 #: packed again after each of 30 weight changes held 470 MB more, none with the cache off.
@@ -608,15 +609,11 @@ def _packed_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue
             if deferred:  # (``_layer``'s call: the next one takes the layer's lane)
                 return _composed(layer, input, weight, bias, epilogue)
             packed = _OnTorch(layer, key, sources, weight, bias, epilogue)  # the faster kernel
-        elif packs >= REPACKS:  # (oneDNN would keep every earlier packing's weights)
-            if not fresh:
-                _keep(_packed, layer, _Seen(key, _stamp(sources), packs))
-            return _composed(layer, input, weight, bias, epilogue)
-        else:
+        else:  # (past REPACKS, folded but not packed: oneDNN would keep every packing's weights)
             packed = _pack(geometry_of(layer), input, weight, bias, norm_of(epilogue.bn),
                            None if epilogue.act is None else post_of(epilogue.act), key, sources,
-                           autocast, stock_format, epilogue.next_layer is not None)
-            packs += 1
+                           autocast, stock_format, epilogue.next_layer is not None, packs < REPACKS)
+            packs = min(packs + 1, REPACKS)
         if packed is None:
             return _composed(layer, input, weight, bias, epilogue)
         packed.packs = packs
@@ -710,16 +707,20 @@ def run_registered(input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
            post, layout) + _compiled.call_threads()
     packed = _kept(_packed_by_weight, weight)
     if packed is None or packed.key != key or not _same(packed.stamp, sources):
+        # (packed at most REPACKS times per weight; for one call only, never)
+        packs = 0 if packed is None else packed.packs
+        once = _unversioned(sources)
         packed = _pack(geometry, input, weight, bias, norm, post, key, sources, None,
                        torch.contiguous_format if layout == LAYOUT_HANDED else None,
-                       layout == LAYOUT_CHANNELS_LAST)
+                       layout == LAYOUT_CHANNELS_LAST, packs < REPACKS and not once)
         if packed is None:
             raise TypeError("conv_transpose_inference: input must be a batch of "
                             f"{len(weight.shape) - 2}-D data of a dtype oneDNN computes (float32, "
                             f"bfloat16, float16) on the CPU, got {input.dtype} {tuple(input.shape)} "
                             f"on {input.device}")
-        if _unversioned(sources):  # packed for this call only: a change would go unseen
+        if once:  # for this call only: a change would go unseen
             return packed.run(input)
+        packed.packs = min(packs + 1, REPACKS)
         _keep(_packed_by_weight, weight, packed)
     return packed.run(input)
 
@@ -765,11 +766,14 @@ def _(input, weight, bias, bn_weight, bn_bias, bn_mean, bn_var,  # type: ignore[
 def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
           norm: Optional[Norm], post: Optional[tuple[str, dict[str, float]]], key: tuple,
           sources: list[torch.Tensor], autocast: Optional[torch.dtype],
-          stock_format: Optional[torch.memory_format], hands_on: bool) -> Optional[_Packed]:
+          stock_format: Optional[torch.memory_format], hands_on: bool,
+          constant: bool = True) -> Optional[_Packed]:
     """The call of a transposed convolution of `geometry` on inputs like `input` with
     BatchNorm `norm` folded and activation `post` fused (its result channels-last where it
-    `hands_on` to the next layer), its weights folded and packed once; None where the
-    package does not compute it (a dtype oneDNN does not take, data of another rank)."""
+    `hands_on` to the next layer), its weights folded and packed once (not `constant`:
+    folded once, then the functional API's fused call on them, which oneDNN reorders on
+    every call and keeps nothing of: ``REPACKS``); None where the package does not compute
+    it (a dtype oneDNN does not take, data of another rank)."""
     nsp = weight.dim() - 2
     dtype = autocast if autocast is not None and input.dtype in (torch.float32, autocast) else input.dtype
     if input.dim() != nsp + 2 or not input.is_cpu or dtype not in _DTYPE_NAMES:
@@ -810,6 +814,8 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
         threads = busy
     out_meta_shape = out_shape if axes is None else tuple(out_shape[a] for a in axes)
     reason = "inference: weights packed once" + (", its epilogue fused" if posts else "")
+    if not constant:
+        return _Packed(**made, fused=_fused_call(arrays, keywords, posts))
     if _lowering.formed(cp.way) == "subpixel":  # few output channels (_impl.subpixel_form)
         return _Packed(**made, fused=_subpixel.SubpixelCall(
             cp.way.attrs, _arrays.dtype_name(x.dtype), _compiled.meta(x), out_meta_shape, arrays[0],
@@ -824,9 +830,7 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
         return _Packed(**made, fused=lambda x, target: prepared.run([x, *arrays], target))
     if native.lowering != "native" or native.crop or native.unreached:
         # The package lowers this geometry: its fused call, on the weights folded once.
-        post_ops = [_post.PostOp(kind, tuple(attrs.items())) for kind, attrs in posts]
-        return _Packed(**made, fused=lambda x, target: _ops.conv_transpose(
-            x, *arrays, **keywords, post_ops=post_ops, out=target))
+        return _Packed(**made, fused=_fused_call(arrays, keywords, posts))
     name = _arrays.dtype_name(x.dtype)
     in_f32 = name in _arrays.LOW_PRECISION and _kernels.runs_in_f32(
         "ConvTranspose", native.attrs, name, [x.shape] + [a.shape for a in arrays], out_meta_shape,
@@ -836,6 +840,13 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
                          (out_meta_shape, out_meta_strides), constants, threads=threads,
                          reason=reason, posts=posts, in_f32=in_f32)
     return _Packed(**made, op=op)
+
+
+def _fused_call(arrays: tuple, keywords: dict, posts: list) -> Any:
+    """The functional API's ConvTranspose on `arrays` (the folded weights and bias) with the
+    post-ops `posts`, as a ``_Packed.fused`` call."""
+    post_ops = [_post.PostOp(kind, tuple(attrs.items())) for kind, attrs in posts]
+    return lambda x, target: _ops.conv_transpose(x, *arrays, **keywords, post_ops=post_ops, out=target)
 
 
 def __dir__() -> list[str]:
