@@ -574,10 +574,11 @@ class _Seen:
 #: How many times a layer (under torch.compile: a weight) packs its weights, on changes of
 #: its parameters or of its calls' key; after that its calls fold them once per change but
 #: do not pack them (``_pack``'s `constant`: oneDNN reorders them on every call, as in
-#: training, and keeps nothing), until ``refresh``. oneDNN 3.2 keeps every packed partition's reordered weights in its
-#: constant-tensor cache for the process's life (the cache has no capacity there, and a
-#: destroyed partition's entry stays): a DCGAN generator (14 MB of ConvTranspose weights)
-#: packed again after each of 30 weight changes held 470 MB more, none with the cache off.
+#: training, and keeps nothing), until ``refresh``. oneDNN 3.2 keeps every packed
+#: partition's reordered weights in its constant-tensor cache for the process's life (the
+#: cache has no capacity there, and a destroyed partition's entry stays): a DCGAN generator
+#: (14 MB of ConvTranspose weights) packed again after each of 30 weight changes held
+#: 470 MB more, none with the cache off.
 REPACKS = 8
 
 
