@@ -541,11 +541,8 @@ def forward_plain(layer: torch.nn.Module, input: torch.Tensor) -> torch.Tensor:
     where they change before every call, packing would compile a partition each time);
     under torch.compile as ``forward`` with nothing folded or fused (torch's convolution in
     the graph, ``_kernel_choice.plain_in_graph``: the training op there ran MONAI's GAN
-    generator 1.31x stock compiled); every other call as ``_layer.forward`` computes it
-    (the lane first: torch.nn's kernel for a tiny layer costs no more than in training mode)."""
-    out = _layer.on_lane(layer, input)
-    if out is not None:
-        return out
+    generator 1.31x stock compiled); every other call as ``_layer.forward_with`` computes
+    it. (The caller tried the layer's lane first: ``_layer.on_lane``.)"""
     sources = _sources(layer, NO_EPILOGUE)
     recorded = _recorded(input, sources)
     if not recorded and torch.compiler.is_compiling():

@@ -34,7 +34,7 @@ import torch
 
 from . import _eager, _kernel_choice, _library, _native, _processes, functional as _functional
 
-__all__ = ["forward", "forward_with", "on_lane", "runs_torch_nn", "torch_computes", "torch_function",
+__all__ = ["forward_with", "on_lane", "runs_torch_nn", "torch_computes", "torch_function",
            "torch_nn", "weight_and_bias"]
 
 
@@ -93,13 +93,6 @@ def weight_and_bias(layer: Any) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
     params = layer._parameters
     return (params["weight"] if "weight" in params else layer.weight,
             params["bias"] if "bias" in params else layer.bias)
-
-
-def forward(layer: Any, input: torch.Tensor) -> torch.Tensor:
-    """``layer(input)`` for one of the package's layers (``output_size`` None): on the
-    eager path with its plan, or ``functional``'s path (traced, autocast, unbatched)."""
-    out = on_lane(layer, input)
-    return out if out is not None else forward_with(layer, input, *weight_and_bias(layer))
 
 
 def on_lane(layer: Any, input: torch.Tensor) -> Optional[torch.Tensor]:

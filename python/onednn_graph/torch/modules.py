@@ -49,11 +49,16 @@ class _OneDNNForward(torch.nn.modules.conv._ConvTransposeNd):
             epilogue = _inference.epilogue_of(self)  # convert(..., inference=True)
             if epilogue is not None and _inference.applied(self, epilogue):
                 return _inference.forward(self, input, epilogue)
+            # A plain call: first the lane (torch.nn's kernel for a tiny layer, as its
+            # last call), read here, not a call deeper: each level costs a tiny call 1%.
+            out = _layer.on_lane(self, input)
+            if out is not None:
+                return out
             if not self.training:  # weights packed where nothing records gradients
                 return _inference.forward_plain(self, input)
-            return _layer.forward(self, input)  # with what the layer's last call settled
+            return _layer.forward_with(self, input, *_layer.weight_and_bias(self))
         if _layer.torch_computes(input, self.weight):
-            return super().forward(input, output_size)  # as _layer.forward
+            return super().forward(input, output_size)  # as _layer.torch_nn
         nsp = len(self.kernel_size)
         output_padding = self._output_padding(input, output_size, self.stride, self.padding,
                                               self.kernel_size, nsp, self.dilation)
