@@ -56,9 +56,16 @@ SMALL_2D_FLOPS = 1 << 20
 #: Below this many FLOPs (with at most ``SMALL_KERNEL`` taps per axis) a call's fixed
 #: cost decides, and torch.nn's is the smaller, with gradients recorded or not.
 TINY_FLOPS = 1 << 17
+#: Per number of spatial axes: below this many FLOPs (with at most ``SMALL_KERNEL`` taps
+#: per axis) a call that records no gradient runs torch.nn's kernel, whose fixed cost in
+#: a model, with the caches holding the neighbours' data, is the smaller one.
+IN_MODEL_FLOPS = {1: 1 << 20, 2: 1 << 20, 3: 8 << 20}
 #: Below this many FLOPs a 3-D call with kernel == stride that records gradients (a
 #: training step of a ViT decoder's small upsampling: UNETR's) runs torch.nn's kernel.
 SMALL_3D_RECORDED_FLOPS = 1 << 21
+#: How the rule's answer for ``IN_MODEL_FLOPS`` says where it holds: a measurement of the
+#: layer alone (``tune=True``), its caches warm, does not see what it is about.
+IN_A_MODEL = "in a model"
 
 
 def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, stride: tuple,
@@ -67,7 +74,8 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
                         isa: Optional[str] = None) -> Optional[str]:
     """Why torch.nn's kernel computes a call by default, or None (oneDNN's), on a (oneDNN,
     ISA) pair of ``TORCH_FASTER``, in float32, with at most ``SMALL_KERNEL`` taps on every
-    axis: a problem under ``TINY_FLOPS``; or a call that records no gradient, with a stride
+    axis: a problem under ``TINY_FLOPS``; a call that records no gradient under
+    ``IN_MODEL_FLOPS`` for its number of spatial axes; or one with a stride
     above 1, at most ``FEW_CHANNELS`` output channels per group, and three spatial axes or
     two under ``SMALL_2D_FLOPS``; or a 3-D call with kernel == stride that records gradients,
     under ``SMALL_3D_RECORDED_FLOPS``.
@@ -78,6 +86,23 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     than torch.nn's kernel takes); 1-D to 3-D layers of 8 and 32 channels under 131
     kFLOP with kernels 2 and 3: 0.95-1.96x in inference (median 1.06), 1.28-1.62x in a
     training step, where kernel 4 ran 0.35-0.67x (torch.nn's is slow there).
+
+    In a model: a layer runs right after other ops, whose data fill the caches, and there
+    the package's call (its Python, NumPy views and oneDNN's execute: more code and memory
+    than torch.nn's call touches) costs more than torch.nn's (a median 78 us more on the
+    rows below), where alone, in a loop, it costs less. Timed that way (``benchmarks/kernel_choice.py --cold``: each call
+    right after a convolution of the layer's rank over 1-4 MB), inference calls with
+    kernels 2-3 took on oneDNN, against torch.nn's, in 1-D under 1 MFLOP 0.88-1.46x (33 of
+    36 shapes over 1.00, median 1.27), in 2-D 1.17-1.52x (7 of 7), in 3-D under 8 MFLOP
+    0.84-2.33x (23 of 24, median 1.58); from there to 4x those sizes the medians are
+    0.95-1.04 (a tie), and above oneDNN's kernel gains. Capped at AVX2: 36 of 36, 7 of 7,
+    23 of 24. Training steps lost in the same bands (medians 1.38-1.42), but whole models
+    did not move with them on torch.nn's kernel (MONAI's 3-D U-Net, UNETR and BasicUNet:
+    0.99, 0.99, 1.02x, in-process A/B of 24 rounds): left to oneDNN. MONAI's 3-D U-Net, whose first two
+    ConvTranspose3d (5.3 and 7.1 MFLOP) took 1.85x and 1.08x stock's time inside the model,
+    ran 0.94-1.00x its time before this rule (seven in-process A/Bs of 20-30 rounds, plain
+    and inference mode; 1.00-1.02x stock's, was 1.01-1.07x).
+    Measuring such a layer alone (``tune=True``) times it warm: it does not overrule this.
 
     Measured with PyTorch 2.13 on a 2-core AMD EPYC Zen 4, 2 threads, f32, batch 1,
     kernels 2-4, stride 2, 16 and 64 input channels, 1-32 output channels, 8^3/16^3 and
@@ -104,6 +129,11 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
         return (f"torch.nn's kernel: faster for a problem of {flops / 1e3:.0f} kFLOP, where a call's "
                 f"fixed cost decides, on oneDNN {version[0]}.{version[1]} {isa} (the default rule; "
                 f"convert(..., tune=True) measures)")
+    if not recorded and flops < IN_MODEL_FLOPS.get(nsp, 0):
+        return (f"torch.nn's kernel: faster {IN_A_MODEL} for a call without grad of {flops / 1e6:.2f} "
+                f"MFLOP, where a call's fixed cost with cold caches decides, on oneDNN "
+                f"{version[0]}.{version[1]} {isa} (the default rule, which a layer timed alone does "
+                f"not overrule)")
     if recorded and nsp == 3 and tuple(kernel) == tuple(stride) and flops < SMALL_3D_RECORDED_FLOPS:
         return (f"torch.nn's kernel: faster for a 3-D training call of {flops / 1e6:.1f} MFLOP with "
                 f"kernel == stride on oneDNN {version[0]}.{version[1]} {isa} (the default rule; "
@@ -194,7 +224,7 @@ def decide(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
     default = torch_nn_by_default(input.dim() - 2, tuple(input.shape), tuple(weight.shape),
                                   tuple(layer.stride), input.dtype, recorded)
     kind, why = (ONEDNN, "") if default is None else (TORCH_NN, default)
-    if layer in _tuned or tuning_enabled():
+    if (layer in _tuned or tuning_enabled()) and (default is None or IN_A_MODEL not in default):
         kind, why = _measured(layer, input, weight, bias, recorded, default, onednn, torch_nn)
     _decided.setdefault(layer, {})[_call_name(input, recorded)] = (kind, why)
     return why if kind == TORCH_NN else None
