@@ -89,20 +89,21 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
 
     In a model: a layer runs right after other ops, whose data fill the caches, and there
     the package's call (its Python, NumPy views and oneDNN's execute: more code and memory
-    than torch.nn's call touches) costs more than torch.nn's (a median 78 us more on the
-    rows below), where alone, in a loop, it costs less. Timed that way (``benchmarks/kernel_choice.py --cold``: each call
-    right after a convolution of the layer's rank over 1-4 MB), inference calls with
-    kernels 2-3 took on oneDNN, against torch.nn's, in 1-D under 1 MFLOP 0.88-1.46x (33 of
-    36 shapes over 1.00, median 1.27), in 2-D 1.17-1.52x (7 of 7), in 3-D under 8 MFLOP
-    0.84-2.33x (23 of 24, median 1.58); from there to 4x those sizes the medians are
-    0.95-1.04 (a tie), and above oneDNN's kernel gains. Capped at AVX2: 36 of 36, 7 of 7,
-    23 of 24. Training steps lost in the same bands (medians 1.38-1.42), but whole models
-    did not move with them on torch.nn's kernel (MONAI's 3-D U-Net, UNETR and BasicUNet:
-    0.99, 0.99, 1.02x, in-process A/B of 24 rounds): left to oneDNN. MONAI's 3-D U-Net, whose first two
+    than torch.nn's call touches) costs more than torch.nn's (a median 78 us more at the
+    sizes below), where alone, in a loop, it costs less. Timed that way
+    (``benchmarks/kernel_choice.py --cold``: each call right after a convolution of the
+    layer's rank over 1-4 MB), inference calls with kernels 2-3 took on oneDNN, against
+    torch.nn's, in 1-D under 1 MFLOP 0.88-1.46x (33 of 36 shapes over 1.00, median 1.27),
+    in 2-D 1.17-1.52x (7 of 7), in 3-D under 8 MFLOP 0.84-2.33x (23 of 24, median 1.58);
+    from there to 4x those sizes the medians are 0.95-1.04 (a tie), and above oneDNN's
+    kernel gains. Capped at AVX2: 36 of 36, 7 of 7, 23 of 24 over 1.00. Training steps
+    lost in the same bands (medians 1.38-1.42), but whole models did not move with them on
+    torch.nn's kernel (MONAI's 3-D U-Net, UNETR and BasicUNet: 0.99, 0.99, 1.02x, in-process
+    A/B of 24 rounds): they stay on oneDNN. MONAI's 3-D U-Net, whose first two
     ConvTranspose3d (5.3 and 7.1 MFLOP) took 1.85x and 1.08x stock's time inside the model,
     ran 0.94-1.00x its time before this rule (seven in-process A/Bs of 20-30 rounds, plain
-    and inference mode; 1.00-1.02x stock's, was 1.01-1.07x).
-    Measuring such a layer alone (``tune=True``) times it warm: it does not overrule this.
+    and inference mode; 1.00-1.02x stock's, was 1.01-1.07x). Measuring such a layer alone
+    (``tune=True``) times it warm: it does not overrule this.
 
     Measured with PyTorch 2.13 on a 2-core AMD EPYC Zen 4, 2 threads, f32, batch 1,
     kernels 2-4, stride 2, 16 and 64 input channels, 1-32 output channels, 8^3/16^3 and
