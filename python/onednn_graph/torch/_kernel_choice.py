@@ -58,8 +58,9 @@ SMALL_2D_FLOPS = 1 << 20
 TINY_FLOPS = 1 << 17
 #: Per number of spatial axes: below this many FLOPs (with at most ``SMALL_KERNEL`` taps
 #: per axis) a call that records no gradient runs torch.nn's kernel, whose fixed cost in
-#: a model, with the caches holding the neighbours' data, is the smaller one.
-IN_MODEL_FLOPS = {1: 1 << 20, 2: 1 << 20, 3: 8 << 20}
+#: a model, with the caches holding the neighbours' data, is the smaller one. 3-D only:
+#: in 1-D and 2-D a model's small layers have small neighbours (``torch_nn_by_default``).
+IN_MODEL_FLOPS = {3: 8 << 20}
 #: Below this many FLOPs a 3-D call with kernel == stride that records gradients (a
 #: training step of a ViT decoder's small upsampling: UNETR's) runs torch.nn's kernel.
 SMALL_3D_RECORDED_FLOPS = 1 << 21
@@ -96,7 +97,11 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     torch.nn's, in 1-D under 1 MFLOP 0.88-1.46x (33 of 36 shapes over 1.00, median 1.27),
     in 2-D 1.17-1.52x (7 of 7), in 3-D under 8 MFLOP 0.84-2.33x (23 of 24, median 1.58);
     from there to 4x those sizes the medians are 0.95-1.04 (a tie), and above oneDNN's
-    kernel gains. Capped at AVX2: 36 of 36, 7 of 7, 23 of 24 over 1.00. Training steps
+    kernel gains. Capped at AVX2: 36 of 36, 7 of 7, 23 of 24 over 1.00. But how cold a
+    call runs is its neighbours' doing: MONAI's BasicUNet (2-D, batch 2, activations of
+    8-64 KB around its three 0.52 MFLOP layers) ran 1.02-1.03x its time with them on
+    torch.nn's kernel (two in-process A/Bs of 40 rounds), where 3-D models' neighbours
+    are large; so the rule takes 3-D calls only, under 8 MFLOP. Training steps
     lost in the same bands (medians 1.38-1.42), but whole models did not move with them on
     torch.nn's kernel (MONAI's 3-D U-Net, UNETR and BasicUNet: 0.99, 0.99, 1.02x, in-process
     A/B of 24 rounds): they stay on oneDNN. MONAI's 3-D U-Net, whose first two
