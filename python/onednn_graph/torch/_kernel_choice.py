@@ -121,8 +121,8 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     of the 31 lost (0.67-2.34x), but the 3-D U-Net's own shapes won: recorded calls are
     left to measurement, apart from small 3-D ones with kernel == stride: UNETR's six
     ConvTranspose3d(k = s = 2) under 2 MFLOP took 1.19-1.46x torch.nn's time in a training
-    step (0.71-1.47x in inference: left), the sweep's 3-D kernel-2 shapes under 2 MFLOP
-    1.12-2.16x. bf16: torch.nn's CPU kernel is the slower one."""
+    step (0.71-1.47x in inference alone; in a model, above), the sweep's 3-D kernel-2
+    shapes under 2 MFLOP 1.12-2.16x. bf16: torch.nn's CPU kernel is the slower one."""
     version = version or _lowering.LINKED
     isa = isa or _lowering.HOST_ISA
     if dtype != torch.float32 or (version, isa) not in TORCH_FASTER:
