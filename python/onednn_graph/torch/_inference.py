@@ -217,7 +217,7 @@ def _restoring_forward(self: torch.nn.Module, input: torch.Tensor) -> torch.Tens
     if torch.compiler.is_compiling():
         contiguous = _handed_in_trace.pop(id(self), None) == LAYOUT_HANDED
     else:
-        handed = _handed.get(self)
+        handed = _kept(_handed, self)
         contiguous = handed is not None and handed[0]() is input and handed[1] == torch.contiguous_format
     return out.contiguous(memory_format=_native.memory_format(self.weight)) if contiguous else out
 
@@ -266,7 +266,7 @@ def disable(layer: torch.nn.Module) -> None:
         if m is not None:
             m.__class__ = _unfolded(type(m))
             m.__dict__.pop(_FOLDED, None)
-            _handed.pop(m, None)
+            _handed.pop(id(m), None)
     _packed.pop(id(layer), None)
     for t in layer.parameters():  # what torch.compile's calls packed
         _packed_by_weight.pop(id(t), None)
@@ -545,9 +545,9 @@ def forward_plain(layer: torch.nn.Module, input: torch.Tensor) -> torch.Tensor:
     it. (The caller tried the layer's lane first: ``_layer.on_lane``.)"""
     sources = _sources(layer, NO_EPILOGUE)
     recorded = _recorded(input, sources)
-    if not recorded and torch.compiler.is_compiling():
-        return forward(layer, input, NO_EPILOGUE)
     if recorded or not _library.untraced(input):
+        if not recorded and torch.compiler.is_compiling():
+            return forward(layer, input, NO_EPILOGUE)
         return _layer.forward_with(layer, input, *_layer.weight_and_bias(layer))
     return _packed_call(layer, input, NO_EPILOGUE, sources, deferred=True)
 
@@ -583,10 +583,13 @@ def _packed_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue
                  sources: list[torch.Tensor], deferred: bool) -> torch.Tensor:
     """``forward``'s call where nothing records or traces it: the layer's packed call, made
     or kept (`deferred`: made on the second call in a row with the same key and sources)."""
-    autocast = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
+    # (autocast asked of any device first: one call without arguments, where a device's
+    # name is parsed; the hot path's calls each cost 5-10 us with a model's caches cold)
+    autocast = torch.get_autocast_dtype("cpu") if _layer._any_autocast() and torch.is_autocast_enabled("cpu") \
+        else None
     # The input's memory format as the stock model has it: another layer writes its result
     # channels-last for this one (Epilogue.next_layer), where stock writes it as its rule says.
-    handed = _handed.get(layer)
+    handed = _kept(_handed, layer) if _handed else None
     stock_format = handed[1] if handed is not None and handed[0]() is input else None
     # (the layer's attributes as it has them: a changed padding is another call; `deferred`:
     # a plain call with the epilogue unapplied, a BatchNorm in training mode, is another)
@@ -618,15 +621,14 @@ def _packed_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue
         _keep(_packed, layer, packed)
     out = packed.run(input if autocast is None or input.dtype == autocast else input.to(autocast))
     if epilogue.next_layer is not None:
-        _handed[epilogue.next_layer] = (weakref.ref(out), packed.stock_format)
+        _keep(_handed, epilogue.next_layer, (weakref.ref(out), packed.stock_format))
     return out
 
 
-#: A layer that another hands its result to channels-last -> (a weak reference to that
-#: result, the memory format the stock model gives it). Beside the layer, not in it: a
-#: weak reference does not pickle.
-_handed: "weakref.WeakKeyDictionary[torch.nn.Module, tuple[Any, torch.memory_format]]" = \
-    weakref.WeakKeyDictionary()
+#: id(a layer that another hands its result to channels-last) -> (a weak reference to the
+#: layer, (a weak reference to that result, the memory format the stock model gives it)),
+#: as ``_keep`` keeps it. Beside the layer, not in it: a weak reference does not pickle.
+_handed: dict[int, tuple[Any, tuple[Any, torch.memory_format]]] = {}
 
 
 def _composed(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
