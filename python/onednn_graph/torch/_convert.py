@@ -230,8 +230,11 @@ def convert(module: torch.nn.Module, inplace: bool = False, *,
         for _, layer in _transposed_convolutions(module):
             _kernel_choice.tune(layer)
     if inference:
+        # (a layer with nothing to fold, fuse or hand on stays a plain one: packed in eval
+        # as plain convert packs, and where torch.nn's kernel runs it, reached by its lane)
         for layer, epilogue in _inference.find(module):
-            if _base(layer) in _TO_TORCH or getattr(_base(layer), "_onednn_base", None) is not None:
+            if epilogue != _inference.NO_EPILOGUE and (
+                    _base(layer) in _TO_TORCH or getattr(_base(layer), "_onednn_base", None) is not None):
                 _inference.enable(layer, epilogue)
     calls = _routing.functional_calls(module)
     if calls:
