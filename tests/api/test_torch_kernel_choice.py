@@ -262,7 +262,8 @@ def test_under_torch_compile_a_plain_inference_layer_is_torchs_convolution(epilo
     ops = [str(n.target) for g in explained.graphs for n in g.graph.nodes if n.op == "call_function"]
     assert any("conv_transpose_inference" in op for op in ops) == (epilogue != "none"), ops
     assert (_inference.epilogue_of(ours[0]) is None) == (epilogue == "none")
-    assert "under torch.compile torch's convolution" in ot.report(ours)[0].why or epilogue != "none"
+    if epilogue == "none":  # (a plain layer's report says where torch.compile runs it)
+        assert "under torch.compile torch's convolution" in ot.report(ours)[0].why
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
