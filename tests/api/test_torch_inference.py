@@ -485,6 +485,34 @@ def test_compiled_inference_runs_the_registered_op(monkeypatch):
     assert len(calls) == 3  # the three layers, each with its BatchNorm and activation inside
 
 
+_POSTS = [None, ("ReLU", {}), ("LeakyReLU", {"alpha": 0.2}), ("Elu", {"alpha": 1.0}),
+          ("Clamp", {"min": 0.0, "max": 6.0}), ("Clamp", {"min": float("-inf"), "max": 1 / 3})]
+
+
+@pytest.mark.parametrize("post", _POSTS, ids=lambda p: "none" if p is None else p[0] + str(len(p[1])))
+@pytest.mark.parametrize("layout", [_inference.LAYOUT_STOCK, _inference.LAYOUT_CHANNELS_LAST,
+                                    _inference.LAYOUT_HANDED])
+def test_the_registered_ops_config_reads_back_exactly(post, layout):
+    """The op's attributes travel as one string (``config_of``): every field, floats
+    bit for bit (repr/float round-trip, infinities included), 1-D to 3-D geometries."""
+    for g in (_inference.Geometry((2,), (1,), (1,), (1,), 1),
+              _inference.Geometry((2, 3), (0, 1), (1, 0), (1, 2), 4),
+              _inference.Geometry((1, 2, 2), (0, 0, 1), (0, 0, 0), (1, 1, 1), 2)):
+        text = _inference.config_of(g, 1.0000000000000002e-05, post, layout)
+        assert _inference.parsed_config(text) == (g, 1.0000000000000002e-05, post, layout)
+
+
+@pytest.mark.parametrize("config", [
+    "", "stride=2,2", "padding=1,1;stride=2,2;output_padding=0,0;dilation=1,1;groups=1;layout=0;bn_eps=0.0",
+    "stride=2,x;padding=1,1;output_padding=0,0;dilation=1,1;groups=1;layout=0;bn_eps=0.0",
+    "stride=2,2;padding=1,1;output_padding=0,0;dilation=1,1;groups=1;layout=0;bn_eps=0.0;alpha=1.0",
+    "stride=2,2;padding=1,1;output_padding=0,0;dilation=1,1;groups=1;layout=0;bn_eps=0.0;post=Elu;alpha=a"])
+def test_a_bad_config_is_refused_by_the_registered_op(config):
+    op = torch.ops.onednn_graph.conv_transpose_inference
+    with pytest.raises(ValueError, match="conv_transpose_inference: config"):
+        op(torch.randn(1, 4, 3, 3), torch.randn(4, 2, 2, 2), None, None, None, None, None, None, config)
+
+
 @COMPILE_WARNINGS
 @pytest.mark.parametrize("change", [_in_place, _replaced, _load_state_dict, _running_stats_moved,
                                     _bn_affine_edited, _attribute_changed],

@@ -43,8 +43,9 @@ epilogue): where torch.nn's kernel runs its calls it then takes the layer's lane
 call, where this module's path cost 68 (``_OnTorch``: a 3-D layer, Zen 4).
 
 Under ``torch.compile`` the layer with its epilogue is one registered op,
-``conv_transpose_inference``, whose implementation packs as eager does, per weight
-(``run_registered``); its result's layout (channels-last for a next layer, stock
+``conv_transpose_inference`` (on the dispatcher without custom_op's Python layers, its
+attributes one string: ``_library.graph_op``, ``config_of``), whose implementation packs
+as eager does, per weight (``run_registered``); its result's layout (channels-last for a next layer, stock
 otherwise) is settled while the graph is traced (``_compiled_call``), so that the fake
 implementation gives the same strides.
 """
@@ -685,13 +686,9 @@ def _compiled_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilog
         layout = LAYOUT_STOCK if handed is None else handed
     norm = norm_of(epilogue.bn)
     post = None if epilogue.act is None else post_of(epilogue.act)
-    if post is None:  # (an epilogue's activation always has one: ``find`` takes only those)
-        post = ("", {})
-    g = geometry_of(layer)
     return conv_transpose_inference(
         input, layer.weight, layer.bias, *((None,) * 5 if norm is None else norm[:4] + (norm.tracked,)),
-        0.0 if norm is None else norm.eps, post[0], ",".join(post[1]), list(post[1].values()),
-        list(g.stride), list(g.padding), list(g.output_padding), list(g.dilation), g.groups, layout)
+        config_of(geometry_of(layer), 0.0 if norm is None else norm.eps, post, layout))
 
 
 #: ``conv_transpose_inference``'s layouts: PyTorch's rule on (input, weight), as the stock
@@ -730,39 +727,73 @@ def run_registered(input: torch.Tensor, weight: torch.Tensor, bias: Optional[tor
     return packed.run(input)
 
 
-@_library.custom_op("conv_transpose_inference", schema=(
+def config_of(geometry: Geometry, eps: float, post: Optional[tuple[str, dict[str, float]]],
+              layout: int) -> str:
+    """``conv_transpose_inference``'s attributes as one string, which the dispatcher hands
+    its kernel as one object where lists of ints cost a conversion each (``graph_op``);
+    floats as ``repr`` writes them, which ``float`` reads back exactly (``parsed_config``)."""
+    def ints(values: tuple) -> str:
+        return ",".join(str(v) for v in values)
+    text = (f"stride={ints(geometry.stride)};padding={ints(geometry.padding)};"
+            f"output_padding={ints(geometry.output_padding)};dilation={ints(geometry.dilation)};"
+            f"groups={geometry.groups};layout={layout};bn_eps={float(eps)!r}")
+    if post is not None:
+        text += f";post={post[0]}" + "".join(f";{name}={float(value)!r}" for name, value in post[1].items())
+    return text
+
+
+_FIXED = ("stride", "padding", "output_padding", "dilation", "groups", "layout", "bn_eps")
+
+
+@functools.lru_cache(maxsize=256)  # (a graph's few configs, each read on every call)
+def parsed_config(config: str) -> tuple[Geometry, float, Optional[tuple[str, dict[str, float]]], int]:
+    """(geometry, BatchNorm eps, post-op or None, layout) from ``config_of``'s string."""
+    fields = [field.partition("=")[::2] for field in config.split(";")]
+    names = tuple(name for name, _ in fields[:len(_FIXED)])
+    if names != _FIXED or (fields[len(_FIXED):] and fields[len(_FIXED)][0] != "post"):
+        raise ValueError(f"conv_transpose_inference: config must be 'stride=..;padding=..;"
+                         f"output_padding=..;dilation=..;groups=..;layout=..;bn_eps=..[;post=..;"
+                         f"<attribute>=..]' (config_of), got {config!r}")
+    v = dict(fields[:len(_FIXED)])
+    try:
+        stride, padding, output_padding, dilation = (tuple(int(i) for i in v[name].split(","))
+                                                     for name in _FIXED[:4])
+        geometry = Geometry(stride, padding, output_padding, dilation, int(v["groups"]))
+        post = None if len(fields) == len(_FIXED) else \
+            (fields[len(_FIXED)][1], {name: float(value) for name, value in fields[len(_FIXED) + 1:]})
+        return geometry, float(v["bn_eps"]), post, int(v["layout"])
+    except ValueError:
+        raise ValueError(f"conv_transpose_inference: config {config!r} has a value that is not a "
+                         "number where one must be (config_of)") from None
+
+
+@_library.graph_op("conv_transpose_inference", (
     "(Tensor input, Tensor weight, Tensor? bias, Tensor? bn_weight, Tensor? bn_bias, "
-    "Tensor? bn_mean, Tensor? bn_var, Tensor? bn_tracked, float bn_eps, str post, str post_names, "
-    "float[] post_values, int[] stride, int[] padding, int[] output_padding, int[] dilation, "
-    "int groups, int layout) -> Tensor"))
+    "Tensor? bn_mean, Tensor? bn_var, Tensor? bn_tracked, str config) -> Tensor"))
 def conv_transpose_inference(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
                              bn_weight: Optional[torch.Tensor], bn_bias: Optional[torch.Tensor],
                              bn_mean: Optional[torch.Tensor], bn_var: Optional[torch.Tensor],
-                             bn_tracked: Optional[torch.Tensor], bn_eps: float, post: str,
-                             post_names: str, post_values: list, stride: list, padding: list,
-                             output_padding: list, dilation: list, groups: int, layout: int) -> torch.Tensor:
+                             bn_tracked: Optional[torch.Tensor], config: str) -> torch.Tensor:
     """A converted layer's inference in eval as torch.compile's graph holds it
     (``torch.ops.onednn_graph.conv_transpose_inference``): ConvTranspose (IOX weights,
     torch.nn's attributes) in its input's dtype, an eval BatchNorm folded into its weights
     and bias (``bn_mean`` None: none; ``bn_tracked`` its num_batches_tracked), then the
-    oneDNN post-op `post` ("": none) with its attributes (names comma-separated: a schema
-    has no list of strings; values in that order), with the folded weights packed once
-    (``run_registered``), its result in `layout` (``LAYOUT_*``). Not differentiable: the
-    layer takes it only where nothing records gradients."""
+    oneDNN post-op the config names, if any, with the folded weights packed once
+    (``run_registered``), its result in the config's layout (``LAYOUT_*``); the attributes
+    in `config` (``config_of``). Not differentiable: the layer takes it only where nothing
+    records gradients."""
+    geometry, eps, post, layout = parsed_config(config)
     norm = None if bn_mean is None or bn_var is None else Norm(bn_weight, bn_bias, bn_mean, bn_var,
-                                                               bn_eps, bn_tracked)
-    return run_registered(input, weight, bias, norm,
-                          (post, dict(zip(post_names.split(","), post_values))) if post else None,
-                          Geometry(tuple(stride), tuple(padding), tuple(output_padding), tuple(dilation),
-                                   groups), layout)
+                                                               eps, bn_tracked)
+    return run_registered(input, weight, bias, norm, post, geometry, layout)
 
 
-@conv_transpose_inference.register_fake
+@torch.library.register_fake("onednn_graph::conv_transpose_inference")
 def _(input, weight, bias, bn_weight, bn_bias, bn_mean, bn_var,  # type: ignore[no-untyped-def]
-      bn_tracked, bn_eps, post, post_names, post_values, stride, padding, output_padding, dilation,
-      groups, layout):
-    shape = _native.conv_transpose_shape(input, weight, stride, padding, padding, output_padding,
-                                         dilation, groups)
+      bn_tracked, config):
+    g, _eps, _post, layout = parsed_config(config)
+    shape = _native.conv_transpose_shape(input, weight, g.stride, g.padding, g.padding, g.output_padding,
+                                         g.dilation, g.groups)
     if layout == LAYOUT_CHANNELS_LAST and input.dim() in _native._CHANNELS_LAST:
         return input.new_empty_strided(shape, _native.dense_strides(shape, _native._CHANNELS_LAST[input.dim()]))
     return _native.empty(shape, input, *((weight,) if layout == LAYOUT_HANDED else (input, weight)))
