@@ -485,6 +485,36 @@ def test_compiled_inference_runs_the_registered_op(monkeypatch):
     assert len(calls) == 3  # the three layers, each with its BatchNorm and activation inside
 
 
+@COMPILE_WARNINGS
+def test_compiled_inference_with_dynamic_shapes():
+    """The op's fake implementation reads its geometry from the config string: symbolic
+    batch sizes give the shapes eager gives (values against the stock model)."""
+    stock, model = _pair()
+    compiled = torch.compile(model, dynamic=True, fullgraph=True)
+    with torch.no_grad():
+        for n in (2, 3, 5):
+            z = torch.randn(n, 16, 1, 1)
+            assert _close(compiled(z), stock(z))
+
+
+@COMPILE_WARNINGS
+def test_an_exported_inference_model_saves_and_loads():
+    """torch.export holds the registered op with its config string (a constant of the
+    program), which survives torch.export.save/load."""
+    stock, model = _pair()
+    z = torch.randn(2, 16, 1, 1)
+    with torch.no_grad():
+        program = torch.export.export(model, (z,))
+    ops = [str(n.target) for n in program.graph.nodes if n.op == "call_function"]
+    assert ops.count("onednn_graph.conv_transpose_inference.default") == 3, ops
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
+    buffer.seek(0)
+    loaded = torch.export.load(buffer)
+    with torch.no_grad():
+        assert _close(loaded.module()(z), stock(z))
+
+
 _POSTS = [None, ("ReLU", {}), ("LeakyReLU", {"alpha": 0.2}), ("Elu", {"alpha": 1.0}),
           ("Clamp", {"min": 0.0, "max": 6.0}), ("Clamp", {"min": float("-inf"), "max": 1 / 3})]
 
