@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import os
 import weakref
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import torch
 
@@ -64,8 +64,9 @@ IN_MODEL_FLOPS = {3: 8 << 20}
 #: Below this many FLOPs a 3-D call with kernel == stride that records gradients (a
 #: training step of a ViT decoder's small upsampling: UNETR's) runs torch.nn's kernel.
 SMALL_3D_RECORDED_FLOPS = 1 << 21
-#: How the rule's answer for ``IN_MODEL_FLOPS`` says where it holds: a measurement of the
-#: layer alone (``tune=True``), its caches warm, does not see what it is about.
+#: How the rule's answer for ``IN_MODEL_FLOPS`` says where it holds (``report()``): a
+#: measurement of the layer alone (``tune=True``), its caches warm, does not see what it is
+#: about, and does not overrule it (``_Answer.measurable``).
 IN_A_MODEL = "in a model"
 
 
@@ -123,6 +124,22 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     ConvTranspose3d(k = s = 2) under 2 MFLOP took 1.19-1.46x torch.nn's time in a training
     step (0.71-1.47x in inference alone; in a model, above), the sweep's 3-D kernel-2
     shapes under 2 MFLOP 1.12-2.16x. bf16: torch.nn's CPU kernel is the slower one."""
+    rule = _rule(nsp, input_shape, weight_shape, stride, dtype, recorded, version, isa)
+    return None if rule is None else rule.why
+
+
+class _Answer(NamedTuple):
+    """The default rule's answer: why torch.nn's kernel computes the call, and whether a
+    measurement (``tune=True``) may overrule it (not where the rule is about calls in a
+    model, which a layer timed alone does not see)."""
+
+    why: str
+    measurable: bool = True
+
+
+def _rule(nsp: int, input_shape: tuple, weight_shape: tuple, stride: tuple, dtype: torch.dtype,
+          recorded: bool, version: Optional[tuple[int, int]], isa: Optional[str]) -> Optional[_Answer]:
+    """``torch_nn_by_default``'s answer with whether a measurement may overrule it."""
     version = version or _lowering.LINKED
     isa = isa or _lowering.HOST_ISA
     if dtype != torch.float32 or (version, isa) not in TORCH_FASTER:
@@ -133,26 +150,26 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
         return None
     flops = 2 * math.prod(input_shape) * per_group * math.prod(kernel)
     if flops < TINY_FLOPS:
-        return (f"torch.nn's kernel: faster for a problem of {flops / 1e3:.0f} kFLOP, where a call's "
-                f"fixed cost decides, on oneDNN {version[0]}.{version[1]} {isa} (the default rule; "
-                f"convert(..., tune=True) measures)")
+        return _Answer(f"torch.nn's kernel: faster for a problem of {flops / 1e3:.0f} kFLOP, where a "
+                       f"call's fixed cost decides, on oneDNN {version[0]}.{version[1]} {isa} (the "
+                       f"default rule; convert(..., tune=True) measures)")
     if not recorded and flops < IN_MODEL_FLOPS.get(nsp, 0):
-        return (f"torch.nn's kernel: faster {IN_A_MODEL} for a call without grad of {flops / 1e6:.2f} "
-                f"MFLOP, where a call's fixed cost with cold caches decides, on oneDNN "
-                f"{version[0]}.{version[1]} {isa} (the default rule, which a layer timed alone does "
-                f"not overrule)")
+        return _Answer(f"torch.nn's kernel: faster {IN_A_MODEL} for a call without grad of "
+                       f"{flops / 1e6:.2f} MFLOP, where a call's fixed cost with cold caches decides, on "
+                       f"oneDNN {version[0]}.{version[1]} {isa} (the default rule, which a layer timed "
+                       f"alone does not overrule)", measurable=False)
     if recorded and nsp == 3 and tuple(kernel) == tuple(stride) and flops < SMALL_3D_RECORDED_FLOPS:
-        return (f"torch.nn's kernel: faster for a 3-D training call of {flops / 1e6:.1f} MFLOP with "
-                f"kernel == stride on oneDNN {version[0]}.{version[1]} {isa} (the default rule; "
-                f"convert(..., tune=True) measures)")
+        return _Answer(f"torch.nn's kernel: faster for a 3-D training call of {flops / 1e6:.1f} MFLOP "
+                       f"with kernel == stride on oneDNN {version[0]}.{version[1]} {isa} (the default "
+                       f"rule; convert(..., tune=True) measures)")
     if recorded or nsp < 2 or per_group > FEW_CHANNELS or any(s < 2 for s in stride):
         return None
     if nsp == 2 and flops >= SMALL_2D_FLOPS:
         return None
     where = "3-D" if nsp == 3 else "2-D under 1 MFLOP"
-    return (f"torch.nn's kernel: faster for {per_group} output channel{'s' * (per_group > 1)} at "
-            f"stride {max(stride)} ({where}) on oneDNN {version[0]}.{version[1]} {isa} "
-            f"(the default rule; convert(..., tune=True) measures)")
+    return _Answer(f"torch.nn's kernel: faster for {per_group} output channel{'s' * (per_group > 1)} "
+                   f"at stride {max(stride)} ({where}) on oneDNN {version[0]}.{version[1]} {isa} "
+                   f"(the default rule; convert(..., tune=True) measures)")
 
 
 # Layers whose calls are measured (convert(..., tune=True)); beside the layer, not in it.
@@ -228,10 +245,11 @@ def decide(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
     weight, bias) on each kernel, for measuring."""
     if _held_to_onednn():
         return None
-    default = torch_nn_by_default(input.dim() - 2, tuple(input.shape), tuple(weight.shape),
-                                  tuple(layer.stride), input.dtype, recorded)
+    rule = _rule(input.dim() - 2, tuple(input.shape), tuple(weight.shape), tuple(layer.stride),
+                 input.dtype, recorded, None, None)
+    default = None if rule is None else rule.why
     kind, why = (ONEDNN, "") if default is None else (TORCH_NN, default)
-    if (layer in _tuned or tuning_enabled()) and (default is None or IN_A_MODEL not in default):
+    if (layer in _tuned or tuning_enabled()) and (rule is None or rule.measurable):
         kind, why = _measured(layer, input, weight, bias, recorded, default, onednn, torch_nn)
     _decided.setdefault(layer, {})[_call_name(input, recorded)] = (kind, why)
     return why if kind == TORCH_NN else None
