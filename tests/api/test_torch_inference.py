@@ -532,6 +532,25 @@ def test_the_registered_ops_config_reads_back_exactly(post, layout):
         assert _inference.parsed_config(text) == (g, 1.0000000000000002e-05, post, layout)
 
 
+@pytest.mark.parametrize("case", ["plain", "batchnorm", "channels-last"])
+def test_the_registered_op_passes_opcheck(case):
+    """torch.library.opcheck on the op defined without custom_op (schema, the autograd
+    fallback's registration, the fake implementation's shapes and strides against the
+    real ones, AOT dispatch with dynamic shapes)."""
+    torch.manual_seed(0)
+    x, w, b = torch.randn(2, 8, 5, 5), torch.randn(8, 4, 4, 4), torch.randn(4)
+    norm = (torch.rand(4) + 0.5, torch.randn(4), torch.randn(4), torch.rand(4) + 0.5, torch.tensor(3)) \
+        if case == "batchnorm" else (None,) * 5
+    layout = _inference.LAYOUT_CHANNELS_LAST if case == "channels-last" else _inference.LAYOUT_STOCK
+    if case == "channels-last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    config = _inference.config_of(_inference.Geometry((2, 2), (1, 1), (0, 0), (1, 1), 1), 1e-5,
+                                  ("ReLU", {}), layout)
+    result = torch.library.opcheck(torch.ops.onednn_graph.conv_transpose_inference.default,
+                                   (x, w, b, *norm, config))
+    assert set(result.values()) == {"SUCCESS"}, result
+
+
 @pytest.mark.parametrize("config", [
     "", "stride=2,2", "padding=1,1;stride=2,2;output_padding=0,0;dilation=1,1;groups=1;layout=0;bn_eps=0.0",
     "stride=2,x;padding=1,1;output_padding=0,0;dilation=1,1;groups=1;layout=0;bn_eps=0.0",
