@@ -126,6 +126,51 @@ def formed_call(kind, arrays, kw, way_of):
     return prepared, out
 
 
+def geometries_matching_reference(rng, kind, wfmt, fmt, rank, geometries, way_of, lowering, **problem):
+    """How many of `geometries` (``strided_problem``'s) ran as ``way_of``'s formulation
+    and matched the reference (``formed_matches_reference``); ConvolutionBackwardData
+    skips those with an output_padding (its size comes from dst_shape)."""
+    ran = 0
+    for geometry in geometries:
+        if kind == "ConvolutionBackwardData" and geometry[4]:
+            continue
+        arrays, kw = strided_problem(rng, kind, fmt, wfmt, rank, geometry, bias=kind == "ConvTranspose", **problem)
+        ran += formed_matches_reference(kind, arrays, kw, way_of, lowering)
+    return ran
+
+
+def default_forms(rng, kind, fmt, isa, **problem):
+    """The formulation (``_lowering.formed``: None for an op as it is) that the default
+    rule (``_lowering.preferred``, oneDNN 3.2 on `isa`) gives `kind` in `fmt` with kernel 4,
+    stride 2, pads 1 (``strided_problem``'s `problem`), per dtype: {f32, bf16, f16: form}."""
+    from onednn_graph._impl import lowering as _lowering
+
+    wfmt = _registry.SPECS[kind].weights_formats[0]
+    arrays, kw = strided_problem(rng, kind, fmt, wfmt, 2, (4, 2, 1, 1, 0), **problem)
+    cp = plan_call(kind, _registry.input_names(kind)[:len(arrays)], arrays, dict(kw))
+    return {dtype: _lowering.formed(_lowering.preferred(cp.plan, cp.input_shapes, cp.native, dtype, isa=isa,
+                                                        flops=cp.size.flops, version=(3, 2)))
+            for dtype in ("f32", "bf16", "f16")}
+
+
+#: (kind, weights format) of every strided formulation's ops: ConvTranspose and
+#: ConvolutionBackwardData in each weights format they take.
+FORMED_KINDS = [(k, f) for k in ("ConvTranspose", "ConvolutionBackwardData")
+                for f in _registry.SPECS[k].weights_formats]
+
+
+def formed_reproducer(kind, arrays, kw, way_of):
+    """The reproducer of `kind` on `arrays` run as ``way_of``'s formulation: its native
+    document (the ops handed to oneDNN), after checking that it replays exactly."""
+    import onednn_graph as og
+    from onednn_graph._tools import runner as _runner
+
+    prepared, _ = formed_call(kind, arrays, kw, way_of)
+    doc = og.reproducer.reproducer(prepared.op).native
+    assert _runner.run(og.load_graph(doc), exact=True).passed
+    return doc
+
+
 def formed_matches_reference(kind, arrays, kw, way_of, lowering):
     """Whether the formulation ``way_of`` gives applies to `kind` on `arrays` (``formed_call``);
     where it does, the call ran as it (its lowering starts with `lowering`) and its result

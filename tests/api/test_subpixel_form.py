@@ -13,8 +13,8 @@ import pytest
 
 import onednn_graph as og
 from onednn_graph._impl import lowering as _lowering, plan as _plan, registry as _registry
-from onednn_graph._impl.registry import input_names
-from helpers import assert_call_matches_reference, formed_call, formed_matches_reference, random, strided_problem
+from helpers import (FORMED_KINDS, assert_call_matches_reference, default_forms, formed_call,
+                     formed_reproducer, geometries_matching_reference, random, strided_problem)
 
 CT, CBD = "ConvTranspose", "ConvolutionBackwardData"
 # (kernel, stride, pads_begin, pads_end, output_padding)
@@ -22,18 +22,13 @@ GEOMETRIES = [(4, 2, 1, 1, 0), (3, 2, 1, 1, 1), (5, 3, 2, 1, 0), (2, 2, 0, 0, 0)
               (3, 3, 0, 0, 0), (6, 2, 2, 2, 0), (1, 2, 0, 0, 1)]
 
 
-@pytest.mark.parametrize("kind,wfmt", [(k, f) for k in (CT, CBD) for f in _registry.SPECS[k].weights_formats])
+@pytest.mark.parametrize("kind,wfmt", FORMED_KINDS)
 @pytest.mark.parametrize("fmt", ["NXC", "NCX"])
 @pytest.mark.parametrize("rank", [1, 2, 3])
 def test_matches_the_reference(rng, kind, wfmt, fmt, rank):
-    ran = 0
-    for geometry in GEOMETRIES:
-        if kind == CBD and geometry[4]:
-            continue  # ConvolutionBackwardData's size comes from dst_shape
-        arrays, kw = strided_problem(rng, kind, fmt, wfmt, rank, geometry, o=3, bias=kind == CT)
-        # (not where the stride does not divide the output)
-        ran += formed_matches_reference(kind, arrays, kw, _lowering.subpixel_way, _lowering.AS_SUBPIXEL)
-    assert ran >= 4
+    # (not where the stride does not divide the output)
+    assert geometries_matching_reference(rng, kind, wfmt, fmt, rank, GEOMETRIES, _lowering.subpixel_way,
+                                         _lowering.AS_SUBPIXEL, o=3) >= 4
 
 
 def test_hundreds_of_channels_in(rng):
@@ -87,16 +82,9 @@ def test_geometry_is_the_definition(k, s, pb, x):
     (CT, "NCX", 3, 2, "avx2", False),                # under 32 MFLOP (13)
 ])
 def test_default_rule(rng, kind, fmt, channels, batch, isa, chosen):
-    wfmt = _registry.SPECS[kind].weights_formats[0]
-    arrays, kw = strided_problem(rng, kind, fmt, wfmt, 2, (4, 2, 1, 1, 0), c=64, o=channels, batch=batch,
-                          spatial=(32, 32))
-    cp = _plan.plan_call(kind, input_names(kind)[:len(arrays)], arrays, dict(kw))
-    way = _lowering.preferred(cp.plan, cp.input_shapes, cp.native, "f32", isa=isa,
-                              flops=cp.size.flops, version=(3, 2))
-    assert (_lowering.formed(way) == "subpixel") == chosen, way.lowering
-    for other in ("bf16", "f16"):  # f32 only
-        assert _lowering.formed(_lowering.preferred(cp.plan, cp.input_shapes, cp.native, other, isa=isa,
-                                                    flops=cp.size.flops, version=(3, 2))) != "subpixel"
+    forms = default_forms(rng, kind, fmt, isa, c=64, o=channels, batch=batch, spatial=(32, 32))
+    assert (forms["f32"] == "subpixel") == chosen, forms
+    assert forms["bf16"] != "subpixel" and forms["f16"] != "subpixel"  # f32 only
 
 
 def test_the_default_call_runs_it_and_matches_the_reference(rng):
@@ -112,10 +100,7 @@ def test_the_default_call_runs_it_and_matches_the_reference(rng):
 
 @pytest.mark.parametrize("kind", [CT, CBD])
 def test_reproducer_holds_the_convolution_and_replays_exactly(rng, kind):
-    from onednn_graph._tools import runner as _runner
     wfmt = _registry.SPECS[kind].weights_formats[0]
     arrays, kw = strided_problem(rng, kind, "NXC", wfmt, 2, (4, 2, 1, 1, 0), o=3, bias=kind == CT)
-    prepared, _ = formed_call(kind, arrays, kw, _lowering.subpixel_way)
-    doc = og.reproducer.reproducer(prepared.op).native
+    doc = formed_reproducer(kind, arrays, kw, _lowering.subpixel_way)
     assert [op["kind"] for op in doc["graph"]] == ["Convolution"]
-    assert _runner.run(og.load_graph(doc), exact=True).passed

@@ -45,6 +45,7 @@ LAYERS = [
     ("2 a compiled op on views of the arrays", {"_impl.formed"}),
     ("2 other forms of a compiled op", {"_impl.as_f32", "_impl.unreached", "_impl.matmul_form",
                                         "_impl.packed_form", "_impl.polyphase_form", "_impl.subpixel_form",
+                                        "_impl.split_form",
                                         "_impl.tuning", "_impl.tuning_db"}),
     ("2 calls and spec-level ops", {"_impl.call", "_impl.spec_op"}),
     ("2 spec-level graphs", {"_impl.spec_graph"}),

@@ -22,7 +22,8 @@ from .. import _core, shapes
 from . import (arrays as _arrays, as_f32 as _as_f32, batch_parts as _batch_parts, casts as _casts,
                compiled as _compiled, epilogue_apart as _epilogue_apart, kernels as _kernels,
                lowering as _lowering, matmul_form as _matmul_form, packed_form as _packed_form,
-               plan as _plan, polyphase_form as _polyphase_form, subpixel_form as _subpixel_form,
+               plan as _plan, polyphase_form as _polyphase_form, split_form as _split_form,
+               subpixel_form as _subpixel_form,
                tuning as _tuning,
                tuning_db as _tuning_db, unreached as _unreached)
 from .arrays import dtype_name
@@ -331,11 +332,37 @@ def formed_op(way: _lowering.NativeOp, dtype: str, metas: list[tuple], out: tupl
     """The formulation on views of the arrays that `way` names (``_lowering.formed``),
     made for arrays of `metas` and a result of `out` ((shape, element strides) each);
     unless `compile`, only described (its ``graph_ops`` for a reproducer)."""
+    if _lowering.formed(way) == "split":  # two calls, each made as a call of its own
+        return _split_form.SplitForm(way.kind, way.attrs, dtype, metas, out, constants, way.input_order,
+                                     threads, compile=compile, build=_split_part)
     made = {"matmul": _matmul_form.MatMulForm, "packed": _packed_form.PackedForm,
             "polyphase": _polyphase_form.PolyphaseForm,
             "subpixel": _subpixel_form.SubpixelForm}[_lowering.formed(way) or ""]
     return made(way.kind, way.attrs, dtype, metas, out, constants, way.input_order, threads,
                 compile=compile)
+
+
+def _split_part(kind: str, attrs: dict[str, Any], metas: list, out: tuple, threads: int,
+                compile: bool) -> Any:
+    """One part of a channel split (``_impl.split_form``) on arrays of `metas` and a result
+    of `out`: planned, lowered and compiled as a call of its own is (f32: the form's)."""
+    input_shapes = [m[0] for m in metas]
+    plan = shapes.plan(kind, input_shapes, **attrs)
+    flops = _plan.problem(plan, input_shapes).flops
+    way = _lowering.preferred(plan, input_shapes, _lowering.lower(plan, input_shapes), "f32", flops=flops)
+    if _lowering.formed(way) is not None:
+        return formed_op(way, "f32", metas, out, None, threads, compile)
+    if not compile:  # described only (a reproducer): the op as oneDNN would get it
+        return _split_form.Described(way.kind, way.attrs, metas, out, way.input_order)
+    standing = [_standing(m) for m in metas]  # (only their layouts are compiled)
+    return _compile(way, "f32", standing, _standing(out), None, threads, flops)
+
+
+def _standing(meta: tuple) -> np.ndarray:
+    """An f32 array of `meta`'s (shape, element strides) on one element of memory: it
+    stands for an array to compile for, never read or written."""
+    return np.lib.stride_tricks.as_strided(np.empty(1, np.float32), tuple(meta[0]),
+                                           tuple(4 * s for s in meta[1]))
 
 
 def _lowering_of(op: Any, way: _lowering.NativeOp) -> str:

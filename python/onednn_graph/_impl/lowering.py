@@ -252,11 +252,15 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     kernel == stride without pads or dilation, one MatMul (``matmul_way``); for a
     stride-1 op with few output channels, the Convolution that computes several
     positions per channel (``packed_way``); for a strided one, a stride-1 Convolution per
-    output phase (``polyphase_way``) and one for all phases (``subpixel_way``)."""
+    output phase (``polyphase_way``) and one for all phases (``subpixel_way``); where the
+    output channels are not a multiple of this CPU's vector, the multiple and the rest as
+    two calls (``channel_split_way``)."""
     ways = _rewrites(plan, input_shapes, chosen, why)
     matmul = None if _bias_along_rows(plan, input_shapes) else matmul_way(plan, input_shapes, chosen, why)
+    block = SPLIT_CHANNELS.get((LINKED, HOST_ISA), (16 if avx512(HOST_ISA) else 8,))[0]
     for way in (matmul, packed_way(plan, input_shapes, chosen, why),
-                polyphase_way(plan, input_shapes, chosen, why), subpixel_way(plan, input_shapes, chosen, why)):
+                polyphase_way(plan, input_shapes, chosen, why), subpixel_way(plan, input_shapes, chosen, why),
+                channel_split_way(plan, input_shapes, chosen, block, why)):
         if way is not None:
             ways.append(way)
     return ways
@@ -441,16 +445,40 @@ def subpixel_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chose
     return NativeOp("Convolution", attrs, f"{AS_SUBPIXEL} ({why})")
 
 
+#: ``NativeOp.lowering`` of the channel split (``_impl.split_form``).
+AS_SPLIT = "two calls on views of the arrays: the output channels in whole vectors, then the rest"
+
+
+def channel_split_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
+                      block: int, why: str = "chosen by measurement") -> Optional[NativeOp]:
+    """The call as two calls on views of the weights, bias and output
+    (``_impl.split_form``): its output channels in the largest multiple of `block`, and
+    the rest, each as the package runs it by default: a ConvTranspose or
+    ConvolutionBackwardData with groups 1 whose output channels are a multiple of `block`
+    and more; None elsewhere. Each output channel is its own sum over the input channels
+    and the kernel, so the two calls compute what the one computes."""
+    a = plan.attrs
+    channels = shapes.data_channels(a.data_format, plan.output_shape)
+    rest = channels % block
+    if chosen.unreached or chosen.crop or a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA) \
+            or a.groups != 1 or channels < block or rest == 0:
+        return None
+    # The parts are planned from these (the pads resolved: no auto_pad to apply again).
+    attrs = dict(a.as_dict(), pads_begin=list(plan.pads_begin), pads_end=list(plan.pads_end),
+                 auto_pad="none", form="split", op=a.kind, split=channels - rest)
+    return NativeOp(a.kind, attrs, f"{AS_SPLIT} ({why})")
+
+
 #: The formulations that run in f32 only (_impl.packed_form, _impl.polyphase_form,
-#: _impl.subpixel_form): a bf16/f16 call never takes them, even where it runs as the f32
-#: chain.
-F32_ONLY_FORMS = ("packed", "polyphase", "subpixel")
+#: _impl.subpixel_form, _impl.split_form): a bf16/f16 call never takes them, even where it
+#: runs as the f32 chain.
+F32_ONLY_FORMS = ("packed", "polyphase", "subpixel", "split")
 
 
 def formed(way: NativeOp) -> Optional[str]:
     """Which of the package's formulations on views of the arrays `way` is: "matmul"
     (``matmul_way``), "packed" (``packed_way``), "polyphase" (``polyphase_way``),
-    "subpixel" (``subpixel_way``), or None
+    "subpixel" (``subpixel_way``), "split" (``channel_split_way``), or None
     (an op on the arrays as they are). Their ``attrs`` name it (``form``)."""
     return way.attrs.get("form")
 
@@ -583,6 +611,14 @@ POLYPHASE_DEPTHWISE: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2)
 #: has the figures).
 SUBPIXEL_CHANNELS: dict[tuple[tuple[int, int], str], tuple[tuple[int, int], ...]] = {
     ((3, 2), "avx512_core_bf16"): ((3, 1 << 23), (4, 1 << 25)), ((3, 2), "avx2"): ((2, 1 << 23), (4, 1 << 25))}
+#: (oneDNN version, ISA) -> (the output channels a vector of oneDNN's strided kernels holds
+#: in f32: 16 with AVX-512, 8 with AVX2; the data formats; the most channels over a
+#: multiple of it) where a ConvTranspose / ConvolutionBackwardData (groups 1) with that few
+#: channels over a multiple, few enough for the sub-pixel form (``SUBPIXEL_CHANNELS``),
+#: runs as the multiple and the rest (``channel_split_way``): the one call pays a whole
+#: vector's time for the rest (``preferred`` has the figures).
+SPLIT_CHANNELS: dict[tuple[tuple[int, int], str], tuple[int, tuple[str, ...], int]] = {
+    ((3, 2), "avx512_core_bf16"): (16, ("NCX", "NXC"), 4), ((3, 2), "avx2"): (8, ("NXC",), 2)}
 
 #: Below this many FLOPs (``_plan.Problem.flops``) a ConvTranspose without bias and
 #: with groups = 1 runs as the ConvolutionBackwardData over the same weights: at that
@@ -676,6 +712,20 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       those sizes (1-5 MFLOP: up to 1.8x the native op's time, the per-call gathering of
       the weights) and with 4 channels up to 17 MFLOP (1.17x), and won from them (8-134
       MFLOP: 0.49-0.93x of torch.nn's time where the native op took 0.90-1.05x).
+    * ConvTranspose and ConvolutionBackwardData with groups 1, f32, whose output channels
+      are 1-4 over a multiple of 16 on AMD Zen 4 natively (either data format), 1-2 over a
+      multiple of 8 capped at AVX2 (NXC), where the rest alone would run in the sub-pixel
+      form, as two calls: the multiple natively and the rest in its form
+      (``channel_split_way``, ``SPLIT_CHANNELS``). oneDNN's strided kernels take a whole
+      vector's time for the rest: Keypoint R-CNN's ``ConvTranspose2d(512, 17, 4, 2, 1)``
+      on 16 RoIs of 14 x 14 took 7.97 ms where 16 channels took 4.13
+      (``benchmarks/channel_blocks.py``). Split, against the one call (in-process, 15
+      interleaved rounds): 17 channels at 16 and 4 RoIs 0.89-0.90x in NCX, 0.80-0.84x in
+      NXC; 19 and 20 channels 0.89-0.93x and 0.82-0.84x; 33 channels (256 in) 0.93x and
+      0.89x; 128 -> 17 at 32 x 32 0.96x and 0.89x; ConvolutionBackwardData with 17
+      channels 0.85x and 0.81x. Capped at AVX2: 17 channels NXC 0.80x, 9 channels 0.84x,
+      18 0.81x; in NCX 0.97x and 0.99x, and 19 channels (3 over 16, whose sub-pixel form
+      is slower there) 1.09x: not taken.
     * ConvTranspose under ``TINY_FLOPS``, without bias, groups = 1, either data format,
       as the ConvolutionBackwardData over the same weights: on one thread 0.78-0.90x the
       native time at 0.01 and 0.29 MFLOP on the AVX2 EPYC (NCX and NXC; at 1-2 MFLOP
@@ -747,10 +797,24 @@ def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     if (version, isa) in MATMUL_WIDE_NXC and a.data_format == "NXC" and all(k == 2 for k in plan.kernel) \
             and per_group >= MATMUL_WIDE_FROM_CHANNELS:
         return matmul_way(plan, input_shapes, chosen, f"faster on {library} for NXC kernel 2 on {isa}")
-    if dtype == "f32" and any(channels <= most and flops >= least
-                              for most, least in SUBPIXEL_CHANNELS.get((version, isa), ())):
+    if dtype == "f32" and _few_enough(channels, flops, version, isa):
         return subpixel_way(plan, input_shapes, chosen, f"faster on {library} for few output channels on {isa}")
+    block, formats, most = SPLIT_CHANNELS.get((version, isa), (0, (), 0))
+    rest = channels % block if block else 0
+    if dtype == "f32" and a.data_format in formats and a.groups == 1 and channels > block \
+            and 0 < rest <= most and _few_enough(rest, flops * rest // channels, version, isa) \
+            and subpixel_way(plan, input_shapes, chosen) is not None:
+        return channel_split_way(plan, input_shapes, chosen, block,
+                                 f"faster on {library} for {rest} channel{'s' * (rest > 1)} over "
+                                 f"{channels - rest} on {isa}")
     return None
+
+
+def _few_enough(channels: int, flops: int, version: tuple[int, int], isa: str) -> bool:
+    """Whether a strided problem of `channels` output channels and `flops` runs in the
+    sub-pixel form by default (``SUBPIXEL_CHANNELS``)."""
+    return channels > 0 and any(channels <= most and flops >= least
+                                for most, least in SUBPIXEL_CHANNELS.get((version, isa), ()))
 
 
 def spelled_natively(a: _attrs.ConvAttrs) -> dict[str, Any]:

@@ -1,0 +1,129 @@
+"""A ConvTranspose or ConvolutionBackwardData as two calls over its output channels
+(``_impl.split_form``): against the float64 reference for every weights format, layout,
+rank, pad and output_padding; where the default rule takes it; the reproducer; through
+``compile_op`` with constant weights and through a converted PyTorch layer.
+
+Each output channel is the same sum of the same products as in the one call (only which
+call computes it differs), so the op's f32 bound holds.
+"""
+
+import numpy as np
+import pytest
+
+import onednn_graph as og
+from onednn_graph._impl import lowering as _lowering, plan as _plan, registry as _registry
+from helpers import (FORMED_KINDS, assert_call_matches_reference, default_forms,
+                     formed_reproducer, geometries_matching_reference, import_torch, strided_problem)
+
+CT, CBD = "ConvTranspose", "ConvolutionBackwardData"
+GEOMETRIES = [(4, 2, 1, 1, 0), (3, 2, 1, 1, 1), (2, 2, 0, 0, 0), (3, 1, 1, 1, 0)]
+
+
+def _split_by(block):
+    """``channel_split_way`` with vectors of `block` channels (small problems split too)."""
+    return lambda plan, input_shapes, native: _lowering.channel_split_way(plan, input_shapes, native, block)
+
+
+@pytest.mark.parametrize("kind,wfmt", FORMED_KINDS)
+@pytest.mark.parametrize("fmt", ["NXC", "NCX"])
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_matches_the_reference(rng, kind, wfmt, fmt, rank):
+    # 6 channels as 4 + 2: the weights sliced on their O axis (I for the convolution's
+    # ConvolutionBackwardData) wherever the format puts it, the bias and result on theirs.
+    assert geometries_matching_reference(rng, kind, wfmt, fmt, rank, GEOMETRIES, _split_by(4),
+                                         _lowering.AS_SPLIT, o=6) == len(GEOMETRIES) - (kind == CBD)
+
+
+def test_where_it_does_not_apply(rng):
+    for o, groups in ((8, 1), (3, 1), (6, 2)):  # a multiple of the vector; fewer; groups
+        arrays, kw = strided_problem(rng, CT, "NXC", "IOX", 2, (4, 2, 1, 1, 0), groups=groups, c=4, o=o)
+        cp = _plan.plan_call(CT, ("src", "weights"), arrays, dict(kw))
+        assert _lowering.channel_split_way(cp.plan, cp.input_shapes, cp.native, 4) is None, (o, groups)
+
+
+@pytest.mark.parametrize("kind,fmt,channels,batch,isa,chosen", [
+    (CT, "NCX", 17, 4, "avx512_core_bf16", True),    # Keypoint R-CNN's head: 0.89x (NCX), 0.84x (NXC)
+    (CBD, "NXC", 17, 4, "avx512_core_bf16", True),
+    (CT, "NXC", 20, 16, "avx512_core_bf16", True),   # 4 over 16: 0.93x, 0.84x
+    (CT, "NCX", 21, 16, "avx512_core_bf16", False),  # 5 over: the rest costs a whole vector
+    (CT, "NCX", 17, 2, "avx512_core_bf16", False),   # the rest under 8 MFLOP: its form loses there
+    (CT, "NXC", 17, 16, "avx2", True),               # capped at AVX2, 1 over 16: 0.81x
+    (CT, "NCX", 17, 16, "avx2", False),              # NCX: 0.97x, and 1.09x with 3 over
+    (CT, "NXC", 19, 16, "avx2", False),              # 3 over 16
+])
+def test_default_rule(rng, kind, fmt, channels, batch, isa, chosen):
+    forms = default_forms(rng, kind, fmt, isa, c=512, o=channels, batch=batch, spatial=(14, 14))
+    assert (forms["f32"] == "split") == chosen, forms
+    assert forms["bf16"] != "split" and forms["f16"] != "split"  # f32 only: the rest's form is
+
+
+def test_the_default_call_runs_it_and_matches_the_reference(rng):
+    # Through the public op, as a user calls it: Keypoint R-CNN's head on 4 RoIs.
+    arrays, kw = strided_problem(rng, CT, "NCX", "IOX", 2, (4, 2, 1, 1, 0), c=512, o=17, bias=True, batch=4,
+                                 spatial=(14, 14))
+    op = og.compile_op(CT, src=arrays[0], weights=arrays[1], bias=arrays[2], **kw)
+    if "NCX" in _lowering.SPLIT_CHANNELS.get((_lowering.LINKED, _lowering.HOST_ISA), (0, ()))[1]:
+        assert op.lowering.startswith(_lowering.AS_SPLIT), op.lowering
+    assert_call_matches_reference(CT, arrays, kw, op(*arrays), "f32")
+    constant = og.compile_op(CT, src=arrays[0], weights=arrays[1], bias=arrays[2], constant_weights=True, **kw)
+    assert_call_matches_reference(CT, arrays, kw, constant(arrays[0], arrays[2]), "f32")  # (weights held)
+
+
+def test_a_strided_out_is_written_in_place(rng):
+    # A caller's `out` inside a larger array: each part writes its channels' view of it.
+    import dataclasses
+
+    from onednn_graph._impl import call as _call, compiled as _compiled
+    arrays, kw = strided_problem(rng, CT, "NXC", "IOX", 2, (4, 2, 1, 1, 0), c=8, o=6, bias=True)
+    base = np.full((2, 10, 8, 9), np.nan, np.float32)  # the result's (2, 10, 8, 6) inside it
+    out = base[..., 1:7]
+    cp = _plan.plan_call(CT, ("src", "weights", "bias"), arrays, dict(kw))
+    split = dataclasses.replace(cp, way=_split_by(4)(cp.plan, cp.input_shapes, cp.native))
+    prepared = _call.prepare(split, arrays, out_meta=_compiled.meta(out))
+    prepared.run(list(arrays), out)
+    assert prepared.op.lowering.startswith(_lowering.AS_SPLIT)
+    assert_call_matches_reference(CT, arrays, kw, np.ascontiguousarray(out), "f32")
+    assert np.isnan(base[..., 0]).all() and np.isnan(base[..., 7:]).all()  # nothing written beside it
+
+
+@pytest.mark.parametrize("kind", [CT, CBD])
+def test_reproducer_holds_the_first_part_and_replays_exactly(rng, kind):
+    wfmt = _registry.SPECS[kind].weights_formats[0]
+    arrays, kw = strided_problem(rng, kind, "NXC", wfmt, 2, (4, 2, 1, 1, 0), o=6, bias=kind == CT)
+    assert len(formed_reproducer(kind, arrays, kw, _split_by(4))["graph"]) == 1
+
+
+def test_a_converted_keypoint_head_matches_torch():
+    # torchvision's Keypoint R-CNN predictor's layer, 17 channels, in eval (packed) and in
+    # a training step (the forward split, the gradients as before).
+    torch = import_torch()
+    import copy
+
+    import onednn_graph.torch as ot
+    torch.manual_seed(0)
+    stock = torch.nn.ConvTranspose2d(512, 17, 4, stride=2, padding=1)
+    ours = ot.convert(copy.deepcopy(stock))
+    x = torch.randn(4, 512, 14, 14, requires_grad=True)
+    with torch.no_grad():
+        for _ in range(3):  # the second call in a row packs
+            torch.testing.assert_close(ours.eval()(x), stock.eval()(x), rtol=1e-4, atol=2e-4)
+    y, want = ours.train()(x), stock.train()(x)
+    torch.testing.assert_close(y, want, rtol=1e-4, atol=2e-4)
+    g = torch.randn_like(y)
+    got_grads = torch.autograd.grad(y, (x, ours.weight, ours.bias), g)
+    want_grads = torch.autograd.grad(want, (x, stock.weight, stock.bias), g)
+    for a, b in zip(got_grads, want_grads):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=2e-3)
+
+
+def test_tuning_measures_it(rng):
+    # compile_op(tune=True) times the split among the problem's formulations
+    # (``_lowering.alternatives``) wherever the channels are not a multiple of the vector.
+    arrays, kw = strided_problem(rng, CT, "NXC", "IOX", 2, (4, 2, 1, 1, 0), c=16, o=17, batch=1, spatial=(6, 6))
+    cp = _plan.plan_call(CT, ("src", "weights"), arrays, dict(kw))
+    ways = _lowering.alternatives(cp.plan, cp.input_shapes, cp.native)
+    assert [w for w in ways if _lowering.formed(w) == "split"], [w.lowering for w in ways]
+    arrays8, kw8 = strided_problem(rng, CT, "NXC", "IOX", 2, (4, 2, 1, 1, 0), c=16, o=32, batch=1, spatial=(6, 6))
+    cp8 = _plan.plan_call(CT, ("src", "weights"), arrays8, dict(kw8))
+    assert not [w for w in _lowering.alternatives(cp8.plan, cp8.input_shapes, cp8.native)
+                if _lowering.formed(w) == "split"]
