@@ -610,7 +610,7 @@ POLYPHASE_DEPTHWISE: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2)
 #: package's per-call gathering of the weights costs more than it saves (``preferred``
 #: has the figures).
 SUBPIXEL_CHANNELS: dict[tuple[tuple[int, int], str], tuple[tuple[int, int], ...]] = {
-    ((3, 2), "avx512_core_bf16"): ((3, 1 << 23), (4, 1 << 25)), ((3, 2), "avx2"): ((2, 1 << 23), (4, 1 << 25))}
+    ((3, 2), "avx512_core_bf16"): ((3, 1 << 23), (4, 1 << 25)), ((3, 2), "avx2"): ((2, 1 << 23),)}
 #: (oneDNN version, ISA) -> (the output channels a vector of oneDNN's strided kernels holds
 #: in f32: 16 with AVX-512, 8 with AVX2; the data formats; the most channels over a
 #: multiple of it) where a ConvTranspose / ConvolutionBackwardData (groups 1) with that few
@@ -701,13 +701,15 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     * ConvTranspose and ConvolutionBackwardData with a stride above 1, groups 1, f32,
       as one stride-1 Convolution with every output phase as channels (``subpixel_way``),
       with at most 3 output channels from 8 MFLOP and 4 from 32 MFLOP on AMD Zen 4
-      natively, at most 2 from 8 MFLOP and 4 from 32 MFLOP capped at AVX2
-      (``SUBPIXEL_CHANNELS``). On the benchmark's ``gan-*``, ``volume-*`` and ``audio-*``
+      natively, at most 2 from 8 MFLOP capped at AVX2 (``SUBPIXEL_CHANNELS``). On the benchmark's ``gan-*``, ``volume-*`` and ``audio-*``
       held-out cases (k4s2, k6s2, 3-D k4s2, 1-D k8s4; 16-100 MFLOP; both layouts, both
       ops): natively 0.27-0.68x the native time on all 24 rows with 1-3 channels,
       0.61-0.74x with 4, where 8 and 16 channels took 1.11-2.15x; capped at AVX2
       0.45-0.68x with 1-2 channels and k6s2 with 3, 0.89-0.94x with 3-4 at k4s2, where 8
-      and 16 took 1.68-2.51x. In a converted torch layer at batch 1
+      and 16 took 1.68-2.51x; but with more input channels 3-4 lost there
+      (``benchmarks/channel_blocks.py``, k4s2: 64 in 0.92-1.00x, 256 in 1.08-1.11x, 512 in
+      1.33-1.34x; natively 0.62-0.73x on the same shapes), so capped at AVX2 it takes 1-2
+      channels only. In a converted torch layer at batch 1
       (``benchmarks/kernel_choice.py``, k2-k4 s2, 16 and 64 input channels) it lost below
       those sizes (1-5 MFLOP: up to 1.8x the native op's time, the per-call gathering of
       the weights) and with 4 channels up to 17 MFLOP (1.17x), and won from them (8-134
