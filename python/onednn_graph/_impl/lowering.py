@@ -455,13 +455,15 @@ def channel_split_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], 
     (``_impl.split_form``): its output channels in the largest multiple of `block`, and
     the rest, each as the package runs it by default: a ConvTranspose or
     ConvolutionBackwardData with groups 1 whose output channels are a multiple of `block`
-    and more; None elsewhere. Each output channel is its own sum over the input channels
+    and more (a ConvTransposeBackwardWeights: its diff_dst's channels, over views of
+    diff_dst and the weights gradient); None elsewhere. Each output channel is its own sum over the input channels
     and the kernel, so the two calls compute what the one computes."""
     a = plan.attrs
-    channels = shapes.data_channels(a.data_format, plan.output_shape)
+    weights_grad = a.kind == _registry.CONV_TRANSPOSE_BWD_WEIGHTS  # (split over diff_dst's channels)
+    channels = shapes.data_channels(a.data_format, input_shapes[1] if weights_grad else plan.output_shape)
     rest = channels % block
-    if chosen.unreached or chosen.crop or a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA) \
-            or a.groups != 1 or channels < block or rest == 0:
+    if chosen.unreached or chosen.crop or a.groups != 1 or channels < block or rest == 0 or \
+            a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA, _registry.CONV_TRANSPOSE_BWD_WEIGHTS):
         return None
     # The parts are planned from these (the pads resolved: no auto_pad to apply again).
     attrs = dict(a.as_dict(), pads_begin=list(plan.pads_begin), pads_end=list(plan.pads_end),
@@ -619,6 +621,11 @@ SUBPIXEL_CHANNELS: dict[tuple[tuple[int, int], str], tuple[tuple[int, int], ...]
 #: vector's time for the rest (``preferred`` has the figures).
 SPLIT_CHANNELS: dict[tuple[tuple[int, int], str], tuple[int, tuple[str, ...], int]] = {
     ((3, 2), "avx512_core_bf16"): (16, ("NCX", "NXC"), 4), ((3, 2), "avx2"): (8, ("NXC",), 2)}
+#: The same for ConvTransposeBackwardWeights (split over diff_dst's channels, the weights'
+#: O), in f32 with groups 1: its NCX kernel on AMD Zen 4 takes a whole vector's time for
+#: 1-2 channels over a multiple of 16, which alone take a fifth of it (``preferred``).
+SPLIT_WEIGHTS_CHANNELS: dict[tuple[tuple[int, int], str], tuple[int, tuple[str, ...], int]] = {
+    ((3, 2), "avx512_core_bf16"): (16, ("NCX",), 2)}
 
 #: Below this many FLOPs (``_plan.Problem.flops``) a ConvTranspose without bias and
 #: with groups = 1 runs as the ConvolutionBackwardData over the same weights: at that
@@ -728,6 +735,15 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       channels 0.85x and 0.81x. Capped at AVX2: 17 channels NXC 0.80x, 9 channels 0.84x,
       18 0.81x; in NCX 0.97x and 0.99x, and 19 channels (3 over 16, whose sub-pixel form
       is slower there) 1.09x: not taken.
+    * ConvTransposeBackwardWeights with groups 1, f32, NCX, whose diff_dst has 1-2
+      channels over a multiple of 16 on AMD Zen 4, as two calls over views of diff_dst and
+      the weights gradient (``channel_split_way``, ``SPLIT_WEIGHTS_CHANNELS``): 3.2's NCX
+      kernel takes a whole vector's time for the rest, where 1-2 channels alone take a
+      fifth of it (512 -> 17 on 16 RoIs of 14 x 14: 16 channels 4.26 ms, 17 7.91, 1 0.84).
+      Split, against the one call (in-process, 11 rounds): Keypoint R-CNN's 0.68x, 128 ->
+      17 at 32 x 32 0.57x, 64 -> 18 0.61x, 256 -> 33 0.74x; with 4 over 16 the rest alone
+      costs most of a vector (3.0 ms), and NXC has no step (17 channels 4.26 ms, 16 3.83;
+      its default is the ConvolutionBackwardWeights rewrite).
     * ConvTranspose under ``TINY_FLOPS``, without bias, groups = 1, either data format,
       as the ConvolutionBackwardData over the same weights: on one thread 0.78-0.90x the
       native time at 0.01 and 0.29 MFLOP on the AVX2 EPYC (NCX and NXC; at 1-2 MFLOP
@@ -786,6 +802,8 @@ def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
                                   f"faster on oneDNN {version[0]}.{version[1]} for depthwise NXC on {isa}")
         if polyphase is not None:
             return polyphase
+    if a.kind == _registry.CONV_TRANSPOSE_BWD_WEIGHTS:
+        return _weights_grad_split(plan, input_shapes, chosen, dtype, isa, version)
     if a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA):
         return None
     library = f"oneDNN {version[0]}.{version[1]}"
@@ -810,6 +828,21 @@ def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
                                  f"faster on {library} for {rest} channel{'s' * (rest > 1)} over "
                                  f"{channels - rest} on {isa}")
     return None
+
+
+def _weights_grad_split(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
+                        dtype: str, isa: str, version: tuple[int, int]) -> Optional[NativeOp]:
+    """The channel split of an f32 ConvTransposeBackwardWeights where
+    ``SPLIT_WEIGHTS_CHANNELS`` makes it the default, else None."""
+    a = plan.attrs
+    block, formats, most = SPLIT_WEIGHTS_CHANNELS.get((version, isa), (0, (), 0))
+    channels = shapes.data_channels(a.data_format, input_shapes[1])
+    rest = channels % block if block else 0
+    if dtype != "f32" or a.data_format not in formats or not 0 < rest <= most or channels < block:
+        return None
+    return channel_split_way(plan, input_shapes, chosen, block,
+                             f"faster on oneDNN {version[0]}.{version[1]} for {rest} channel{'s' * (rest > 1)} "
+                             f"over {channels - rest} on {isa}")
 
 
 def _few_enough(channels: int, flops: int, version: tuple[int, int], isa: str) -> bool:

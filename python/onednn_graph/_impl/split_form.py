@@ -1,4 +1,5 @@
-"""A ConvTranspose or ConvolutionBackwardData as two calls over its output channels.
+"""A ConvTranspose, ConvolutionBackwardData or ConvTransposeBackwardWeights as two calls
+over its big tensor's channels.
 
 oneDNN's strided kernels hold output channels in vector lanes (16 f32 lanes with
 AVX-512): a layer with a few channels over a multiple of a vector, such as Keypoint
@@ -7,7 +8,9 @@ take, twice what 16 take). Each output channel is its own sum over the input cha
 and the kernel, so the channels in whole vectors and the rest can be two calls, each on
 views of the weights, the bias and the output, and each run the way the package runs such
 a call by default: the first natively, the rest in its few-channel (sub-pixel) form.
-The arithmetic is oneDNN's; the package only slices (``_lowering.channel_split_way``
+ConvTransposeBackwardWeights's weights gradient for an output channel reads only that
+channel of diff_dst, and oneDNN 3.2's NCX kernel takes a whole vector's time for the rest
+too (1-2 channels alone take a fifth of it). The arithmetic is oneDNN's; the package only slices (``_lowering.channel_split_way``
 says where; benchmarks/channel_blocks.py measures it).
 """
 
@@ -65,8 +68,9 @@ class Described:
 
 class SplitForm(_formed.Formed):
     """The op (``_lowering.channel_split_way`` writes `attrs`: ``op``, ``split`` and the
-    op's attributes) as its first ``split`` output channels and the rest, each a call of
-    its own that `build` makes (the package's default way for it) on views of the
+    op's attributes) as its first ``split`` big-tensor channels and the rest (output
+    channels; ConvTransposeBackwardWeights: its diff_dst's, the weights' O), each a call
+    of its own that `build` makes (the package's default way for it) on views of the
     caller's arrays."""
 
     f32_only = True
@@ -79,22 +83,28 @@ class SplitForm(_formed.Formed):
         if build is None:
             raise ValueError("the split form needs a builder for its parts")
         public = {k: v for k, v in attrs.items() if k not in ("form", "op", "split")}
-        out_shape = tuple(output[0])
-        c_axis = 1 if attrs["data_format"] == "NCX" else len(out_shape) - 1
-        w_axis = weights_channel_axis(self.op_kind, attrs["weights_format"], len(inputs[1][0]))
-        split, channels = attrs["split"], out_shape[c_axis]
-        self.parts: list[tuple[Any, tuple, tuple, tuple]] = []
+        data_axis = 1 if attrs["data_format"] == "NCX" else len(inputs[0][0]) - 1
+        # The split axis of each input (None: whole) and of the output: ConvTranspose and
+        # ConvolutionBackwardData split their weights and bias and their result's
+        # channels; ConvTransposeBackwardWeights its diff_dst's channels and its result's,
+        # the weights' O axis.
+        if _registry.SPECS[self.op_kind].primitive_tensors[1] < 0:  # its result is the weights
+            axes: list = [None, data_axis]
+            out_axis = weights_channel_axis(self.op_kind, attrs["weights_format"], len(output[0]))
+        else:
+            axes = [None, weights_channel_axis(self.op_kind, attrs["weights_format"], len(inputs[1][0])), 0]
+            out_axis = data_axis
+        split, channels = attrs["split"], tuple(output[0])[out_axis]
+        shape_attr = _registry.SPECS[self.op_kind].shape_attr  # dst_shape, weights_shape: per part
+        self.parts: list[tuple[Any, list, tuple]] = []
         for part in (slice(0, split), slice(split, channels)):
             count = part.stop - part.start
-            metas = [tuple(inputs[0]), _sliced(inputs[1], w_axis, count)]
-            metas += [_sliced(inputs[2], 0, count)] if len(inputs) > 2 else []
-            out = _sliced(output, c_axis, count)
-            part_attrs = dict(public)
-            if _registry.SPECS[self.op_kind].shape_attr == "dst_shape":  # ConvolutionBackwardData's
-                part_attrs["dst_shape"] = list(out[0])
+            metas = [tuple(m) if axis is None else _sliced(m, axis, count) for m, axis in zip(inputs, axes)]
+            out = _sliced(output, out_axis, count)
+            part_attrs = dict(public, **({shape_attr: list(out[0])} if shape_attr else {}))
             op = build(self.op_kind, part_attrs, metas, out, threads, compile)
-            self.parts.append((op, _index(len(inputs[1][0]), w_axis, part), (part,),
-                               _index(len(out_shape), c_axis, part)))
+            self.parts.append((op, [None if axis is None else _index(len(m[0]), axis, part)
+                                    for m, axis in zip(inputs, axes)], _index(len(output[0]), out_axis, part)))
             self.compile_seconds += getattr(op, "compile_seconds", 0.0)
             self.threads = getattr(op, "threads", 0) or self.threads
         first = self.parts[0][0]
@@ -112,6 +122,5 @@ class SplitForm(_formed.Formed):
         return []  # (each part keeps its own)
 
     def _run(self, inputs: Sequence[np.ndarray], output: np.ndarray, scratch: list[Any]) -> None:
-        for op, w_index, b_index, out_index in self.parts:
-            args = [inputs[0], inputs[1][w_index]] + ([inputs[2][b_index]] if len(inputs) > 2 else [])
-            op.execute(args, output[out_index])
+        for op, indexes, out_index in self.parts:
+            op.execute([a if i is None else a[i] for a, i in zip(inputs, indexes)], output[out_index])
