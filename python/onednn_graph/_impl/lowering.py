@@ -605,14 +605,16 @@ PACKED_NCX_CHANNELS = 4
 #: f32 as one stride-1 Convolution per output phase (``polyphase_way``): AMD Zen 4
 #: (``preferred`` has the figures).
 POLYPHASE_DEPTHWISE: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2), "avx512_core_bf16")})
-#: (oneDNN version, ISA) -> (most output channels, from how many FLOPs) pairs with which
-#: a strided ConvTranspose / ConvolutionBackwardData (groups 1) runs in f32 as the
-#: sub-pixel Convolution (``subpixel_way``) by default: AMD Zen 4 natively (a vector's 16
-#: lanes hold 4 phases of 4 channels) and capped at AVX2 (8 lanes). Below the FLOPs the
-#: package's per-call gathering of the weights costs more than it saves (``preferred``
+#: (oneDNN version, ISA) -> (most output channels, from how many FLOPs, most input
+#: channels or 0: any) with which a strided ConvTranspose / ConvolutionBackwardData
+#: (groups 1) runs in f32 as the sub-pixel Convolution (``subpixel_way``) by default: AMD
+#: Zen 4 natively (a vector's 16 lanes hold 4 phases of 4 channels) and capped at AVX2 (8
+#: lanes). Below the FLOPs the package's per-call gathering of the weights costs more than
+#: it saves; capped at AVX2, 3-4 channels lose with more input channels (``preferred``
 #: has the figures).
-SUBPIXEL_CHANNELS: dict[tuple[tuple[int, int], str], tuple[tuple[int, int], ...]] = {
-    ((3, 2), "avx512_core_bf16"): ((3, 1 << 23), (4, 1 << 25)), ((3, 2), "avx2"): ((2, 1 << 23),)}
+SUBPIXEL_CHANNELS: dict[tuple[tuple[int, int], str], tuple[tuple[int, int, int], ...]] = {
+    ((3, 2), "avx512_core_bf16"): ((3, 1 << 23, 0), (4, 1 << 25, 0)),
+    ((3, 2), "avx2"): ((2, 1 << 23, 0), (4, 1 << 25, 64))}
 #: (oneDNN version, ISA) -> (the output channels a vector of oneDNN's strided kernels holds
 #: in f32: 16 with AVX-512, 8 with AVX2; the data formats; the most channels over a
 #: multiple of it) where a ConvTranspose / ConvolutionBackwardData (groups 1) with that few
@@ -708,15 +710,16 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     * ConvTranspose and ConvolutionBackwardData with a stride above 1, groups 1, f32,
       as one stride-1 Convolution with every output phase as channels (``subpixel_way``),
       with at most 3 output channels from 8 MFLOP and 4 from 32 MFLOP on AMD Zen 4
-      natively, at most 2 from 8 MFLOP capped at AVX2 (``SUBPIXEL_CHANNELS``). On the benchmark's ``gan-*``, ``volume-*`` and ``audio-*``
+      natively, at most 2 from 8 MFLOP and 4 from 32 MFLOP with at most 64 input channels
+      capped at AVX2 (``SUBPIXEL_CHANNELS``). On the benchmark's ``gan-*``, ``volume-*`` and ``audio-*``
       held-out cases (k4s2, k6s2, 3-D k4s2, 1-D k8s4; 16-100 MFLOP; both layouts, both
       ops): natively 0.27-0.68x the native time on all 24 rows with 1-3 channels,
       0.61-0.74x with 4, where 8 and 16 channels took 1.11-2.15x; capped at AVX2
       0.45-0.68x with 1-2 channels and k6s2 with 3, 0.89-0.94x with 3-4 at k4s2, where 8
       and 16 took 1.68-2.51x; but with more input channels 3-4 lost there
       (``benchmarks/channel_blocks.py``, k4s2: 64 in 0.92-1.00x, 256 in 1.08-1.11x, 512 in
-      1.33-1.34x; natively 0.62-0.73x on the same shapes), so capped at AVX2 it takes 1-2
-      channels only. In a converted torch layer at batch 1
+      1.33-1.34x; natively 0.62-0.73x on the same shapes), so capped at AVX2 it takes 3-4
+      channels only with at most 64 input channels. In a converted torch layer at batch 1
       (``benchmarks/kernel_choice.py``, k2-k4 s2, 16 and 64 input channels) it lost below
       those sizes (1-5 MFLOP: up to 1.8x the native op's time, the per-call gathering of
       the weights) and with 4 channels up to 17 MFLOP (1.17x), and won from them (8-134
@@ -817,12 +820,13 @@ def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     if (version, isa) in MATMUL_WIDE_NXC and a.data_format == "NXC" and all(k == 2 for k in plan.kernel) \
             and per_group >= MATMUL_WIDE_FROM_CHANNELS:
         return matmul_way(plan, input_shapes, chosen, f"faster on {library} for NXC kernel 2 on {isa}")
-    if dtype == "f32" and _few_enough(channels, flops, version, isa):
+    inputs = shapes.data_channels(a.data_format, input_shapes[0])
+    if dtype == "f32" and _few_enough(channels, flops, inputs, version, isa):
         return subpixel_way(plan, input_shapes, chosen, f"faster on {library} for few output channels on {isa}")
     block, formats, most = SPLIT_CHANNELS.get((version, isa), (0, (), 0))
     rest = channels % block if block else 0
     if dtype == "f32" and a.data_format in formats and a.groups == 1 and channels > block \
-            and 0 < rest <= most and _few_enough(rest, flops * rest // channels, version, isa) \
+            and 0 < rest <= most and _few_enough(rest, flops * rest // channels, inputs, version, isa) \
             and subpixel_way(plan, input_shapes, chosen) is not None:
         return channel_split_way(plan, input_shapes, chosen, block,
                                  f"faster on {library} for {rest} channel{'s' * (rest > 1)} over "
@@ -845,11 +849,11 @@ def _weights_grad_split(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]
                              f"over {channels - rest} on {isa}")
 
 
-def _few_enough(channels: int, flops: int, version: tuple[int, int], isa: str) -> bool:
-    """Whether a strided problem of `channels` output channels and `flops` runs in the
-    sub-pixel form by default (``SUBPIXEL_CHANNELS``)."""
-    return channels > 0 and any(channels <= most and flops >= least
-                                for most, least in SUBPIXEL_CHANNELS.get((version, isa), ()))
+def _few_enough(channels: int, flops: int, inputs: int, version: tuple[int, int], isa: str) -> bool:
+    """Whether a strided problem of `channels` output channels, `inputs` input channels
+    and `flops` runs in the sub-pixel form by default (``SUBPIXEL_CHANNELS``)."""
+    return channels > 0 and any(channels <= most and flops >= least and (not widest or inputs <= widest)
+                                for most, least, widest in SUBPIXEL_CHANNELS.get((version, isa), ()))
 
 
 def spelled_natively(a: _attrs.ConvAttrs) -> dict[str, Any]:
