@@ -456,8 +456,9 @@ def channel_split_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], 
     the rest, each as the package runs it by default: a ConvTranspose or
     ConvolutionBackwardData with groups 1 whose output channels are a multiple of `block`
     and more (a ConvTransposeBackwardWeights: its diff_dst's channels, over views of
-    diff_dst and the weights gradient); None elsewhere. Each output channel is its own sum over the input channels
-    and the kernel, so the two calls compute what the one computes."""
+    diff_dst and the weights gradient); None elsewhere. Each output channel is its own sum
+    over the input channels and the kernel, so the two calls compute what the one
+    computes."""
     a = plan.attrs
     weights_grad = a.kind == _registry.CONV_TRANSPOSE_BWD_WEIGHTS  # (split over diff_dst's channels)
     channels = shapes.data_channels(a.data_format, input_shapes[1] if weights_grad else plan.output_shape)
@@ -711,8 +712,8 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       as one stride-1 Convolution with every output phase as channels (``subpixel_way``),
       with at most 3 output channels from 8 MFLOP and 4 from 32 MFLOP on AMD Zen 4
       natively, at most 2 from 8 MFLOP and 4 from 32 MFLOP with at most 64 input channels
-      capped at AVX2 (``SUBPIXEL_CHANNELS``). On the benchmark's ``gan-*``, ``volume-*`` and ``audio-*``
-      held-out cases (k4s2, k6s2, 3-D k4s2, 1-D k8s4; 16-100 MFLOP; both layouts, both
+      capped at AVX2 (``SUBPIXEL_CHANNELS``). On the benchmark's ``gan-*``, ``volume-*``
+      and ``audio-*`` held-out cases (k4s2, k6s2, 3-D k4s2, 1-D k8s4; 16-100 MFLOP; both layouts, both
       ops): natively 0.27-0.68x the native time on all 24 rows with 1-3 channels,
       0.61-0.74x with 4, where 8 and 16 channels took 1.11-2.15x; capped at AVX2
       0.45-0.68x with 1-2 channels and k6s2 with 3, 0.89-0.94x with 3-4 at k4s2, where 8

@@ -10,8 +10,9 @@ views of the weights, the bias and the output, and each run the way the package 
 a call by default: the first natively, the rest in its few-channel (sub-pixel) form.
 ConvTransposeBackwardWeights's weights gradient for an output channel reads only that
 channel of diff_dst, and oneDNN 3.2's NCX kernel takes a whole vector's time for the rest
-too (1-2 channels alone take a fifth of it). The arithmetic is oneDNN's; the package only slices (``_lowering.channel_split_way``
-says where; benchmarks/channel_blocks.py measures it).
+too (1-2 channels alone take a fifth of it). The arithmetic is oneDNN's; the package only
+slices (``_lowering.channel_split_way`` says where; benchmarks/channel_blocks.py measures
+it).
 """
 
 from __future__ import annotations
