@@ -45,9 +45,9 @@ call, where this module's path cost 68 (``_OnTorch``: a 3-D layer, Zen 4).
 Under ``torch.compile`` the layer with its epilogue is one registered op,
 ``conv_transpose_inference`` (on the dispatcher without custom_op's Python layers, its
 attributes one string: ``_library.graph_op``, ``config_of``), whose implementation packs
-as eager does, per weight (``run_registered``); its result's layout (channels-last for a next layer, stock
-otherwise) is settled while the graph is traced (``_compiled_call``), so that the fake
-implementation gives the same strides.
+as eager does, per weight (``run_registered``); its result's layout (channels-last for a
+next layer, stock otherwise) is settled while the graph is traced (``_compiled_call``), so
+that the fake implementation gives the same strides.
 """
 
 from __future__ import annotations

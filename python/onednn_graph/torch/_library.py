@@ -52,7 +52,9 @@ def custom_op(name: str, schema: Optional[str] = None) -> Callable[[Callable[...
     return register
 
 
-_DEFINED = torch.library.Library("onednn_graph", "FRAGMENT")  # ops defined without custom_op
+#: The namespace's registrations outside ``custom_op``: ops defined directly (``graph_op``)
+#: and kernels for other dispatch keys (CPU autocast, below).
+_FRAGMENT = torch.library.Library("onednn_graph", "FRAGMENT")
 
 
 def graph_op(name: str, schema: str) -> Callable[[Callable[..., torch.Tensor]], Any]:
@@ -66,11 +68,9 @@ def graph_op(name: str, schema: str) -> Callable[[Callable[..., torch.Tensor]], 
     ``inference_mode``, 19.2 against 3.4 under ``no_grad``, warm, Zen 4). Its fake
     implementation is registered with ``torch.library.register_fake``."""
     def register(fn: Callable[..., torch.Tensor]) -> Any:
-        _DEFINED.define(name + schema, tags=(torch.Tag.pt2_compliant_tag,))
-        _DEFINED.impl(name, fn, "CPU")
-        op = getattr(torch.ops.onednn_graph, name).default
-        _IMPLEMENTATIONS[op] = fn
-        return op
+        _FRAGMENT.define(name + schema, tags=(torch.Tag.pt2_compliant_tag,))
+        _FRAGMENT.impl(name, fn, "CPU")
+        return getattr(torch.ops.onednn_graph, name).default
     return register
 
 
@@ -313,8 +313,6 @@ bias_grad.register_autograd(_bias_grad_backward, setup_context=_save_shape)
 # asks for; float64 stays) and the op runs there. torch.library.register_autocast
 # fixes one dtype at registration, so the kernel below reads the region's instead.
 
-_AUTOCAST = torch.library.Library("onednn_graph", "FRAGMENT")
-
 
 def _to_autocast_dtype(value, dtype):  # type: ignore[no-untyped-def]
     eligible = isinstance(value, torch.Tensor) and value.is_floating_point() \
@@ -330,4 +328,4 @@ def _autocast_cpu_kernel(op):  # type: ignore[no-untyped-def]
     return kernel
 
 
-_AUTOCAST.impl("conv_transpose", _autocast_cpu_kernel(conv_transpose), "AutocastCPU")
+_FRAGMENT.impl("conv_transpose", _autocast_cpu_kernel(conv_transpose), "AutocastCPU")
