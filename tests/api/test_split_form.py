@@ -16,6 +16,7 @@ from helpers import (FORMED_KINDS, assert_call_matches_reference, default_forms,
                      formed_reproducer, geometries_matching_reference, import_torch, strided_problem)
 
 CT, CBD, CTBW = "ConvTranspose", "ConvolutionBackwardData", "ConvTransposeBackwardWeights"
+CTBD = "ConvTransposeBackwardData"
 GEOMETRIES = [(4, 2, 1, 1, 0), (3, 2, 1, 1, 1), (2, 2, 0, 0, 0), (3, 1, 1, 1, 0)]
 
 
@@ -154,6 +155,28 @@ def test_a_converted_keypoint_head_matches_torch():
     want_grads = torch.autograd.grad(want, (x, stock.weight, stock.bias), g)
     for a, b in zip(got_grads, want_grads):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=2e-3)
+
+
+def test_report_names_how_onednn_computed_each_kind_of_call():
+    # report() says how oneDNN computed a layer's forward and gradients, as compile_op says
+    # it for the same arrays and attributes (Operation.lowering): the keypoint head's split
+    # where this CPU family's rule takes it, the native op where not.
+    torch = import_torch()
+    import onednn_graph.torch as ot
+    layer = ot.convert(torch.nn.ConvTranspose2d(512, 17, 4, stride=2, padding=1))
+    x = torch.randn(4, 512, 14, 14, requires_grad=True)
+    assert "formulation" not in ot.report(layer)[0].why  # nothing ran yet
+    y = layer(x)
+    g = torch.randn_like(y)
+    y.backward(g)
+    why = ot.report(layer)[0].why
+    kw = dict(strides=(2, 2), pads_begin=(1, 1), pads_end=(1, 1), data_format="NCX", weights_format="IOX")
+    src, w, b, dy = (t.detach().numpy() for t in (x, layer.weight, layer.bias, g))
+    expected = {CT: og.compile_op(CT, src=src, weights=w, bias=b, **kw).lowering,
+                CTBD: og.compile_op(CTBD, diff_dst=dy, weights=w, **kw).lowering,
+                CTBW: og.compile_op(CTBW, src=src, diff_dst=dy, weights_shape=w.shape, **kw).lowering}
+    assert why.endswith("oneDNN's formulation (last call of each kind): " + "; ".join(
+        f"{kind}: {how}" for kind, how in expected.items())), why
 
 
 def test_tuning_measures_it(rng):

@@ -346,6 +346,23 @@ def test_a_model_built_under_inference_mode(compiled):
         assert _close(run(z), stock(z))
 
 
+def test_report_names_the_packed_calls_formulation():
+    # A mask head's layer with its ReLU fused, packed in inference: report() says how oneDNN
+    # computes the packed call, as compile_op says it for the same problem (f32 NCX: the
+    # op as itself, "native").
+    torch.manual_seed(0)
+    model = ot.convert(torch.nn.Sequential(torch.nn.ConvTranspose2d(256, 256, 2, 2), torch.nn.ReLU()),
+                       inference=True).eval()
+    z = torch.randn(2, 256, 14, 14)
+    with torch.inference_mode():
+        model(z)
+        model(z)  # the second call in a row with the weights unchanged packs them
+    w, b = (t.detach().numpy() for t in (model[0].weight, model[0].bias))
+    expected = og.compile_op("ConvTranspose", src=z.numpy(), weights=w, bias=b, strides=(2, 2),
+                             data_format="NCX", weights_format="IOX", constant_weights=True).lowering
+    assert ot.report(model)[0].why.endswith(f"packed inference: {expected}")
+
+
 def test_a_parametrized_weight_whose_original_changes():
     torch.manual_seed(0)
     stock = torch.nn.Sequential(

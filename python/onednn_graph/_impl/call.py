@@ -219,7 +219,7 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
             # Name the op the caller asked for, not only the one it was lowered to.
             raise UnsupportedError(f"{kind}, lowered to {native.lowering}: {exc.message}",
                                    exc.status) from None
-    op.lowering = _lowering_of(op, way)
+    op.lowering = lowering_of(op, way)
     if decided is not None and decision is not None:
         op.tuning = dict(decision.get("seconds", {})) or None
         op.tuning_verdict = f"from the tuning database: {decision.get('verdict', 'fastest')}"
@@ -365,7 +365,7 @@ def _standing(meta: tuple) -> np.ndarray:
                                            tuple(4 * s for s in meta[1]))
 
 
-def _lowering_of(op: Any, way: _lowering.NativeOp) -> str:
+def lowering_of(op: Any, way: _lowering.NativeOp) -> str:
     """How the call runs (``Operation.lowering``): `way`'s rewrite, the f32 chain, and
     the batch in parts (``_impl.batch_parts``)."""
     rows = getattr(op, "rows", 0)
@@ -413,7 +413,7 @@ def _tune(op: _compiled.CompiledOp, chosen: _lowering.NativeOp, plan: shapes.Pla
                     continue  # oneDNN 3.2 cannot compile this formulation here; the others remain
                 if in_f32 is not None and compiled.runs_in_f32 != in_f32:
                     continue  # no such form of it (oneDNN has no kernel of the dtype for it)
-                compiled.lowering = _lowering_of(compiled, chosen if way.kind == chosen.kind else way)
+                compiled.lowering = lowering_of(compiled, chosen if way.kind == chosen.kind else way)
                 candidates.append(compiled)
     if len(candidates) == 1:
         op.tuning_verdict = "one way only: nothing to time"

@@ -32,7 +32,7 @@ import torch
 from torch.nn.utils import parametrize
 from torch.nn.utils.weight_norm import WeightNorm as _WeightNorm  # the older hook's class
 
-from . import _inference, _kernel_choice, _processes, _routing, modules as _modules
+from . import _inference, _kernel_choice, _layer, _processes, _routing, modules as _modules
 
 __all__ = ["convert", "revert", "report", "Report", "LayerReport"]
 
@@ -125,7 +125,8 @@ def _state(module: torch.nn.Module, subclasses: bool) -> tuple[str, str, Optiona
         inference = _inference.describe(module)
         every_call, kernels = _kernel_choice.describe(module)
         # (what inference packs is oneDNN's: nothing where torch.nn's kernel computes every call)
-        notes = "".join(f"; {note}" for note in (None if every_call else inference, kernels) if note)
+        notes = "".join(f"; {note}" for note in (None if every_call else inference, kernels,
+                                                 _lowerings(module)) if note)
         return "torch.nn" if every_call else "oneDNN", "the package's layer" + notes, None
     if base in _TO_OURS:
         return "torch.nn", "torch.nn's layer", _TO_OURS[base]
@@ -136,6 +137,15 @@ def _state(module: torch.nn.Module, subclasses: bool) -> tuple[str, str, Optiona
         return "torch.nn", (f"a subclass of {_name(torch_cls)}: convert(..., subclasses=True) "
                             f"swaps it"), None
     return "torch.nn", f"a subclass of {_name(torch_cls)}", _onednn_subclass(base)
+
+
+def _lowerings(layer: torch.nn.Module) -> str:
+    """How oneDNN computed the last calls of each kind of `layer` (the op, its gradients, a
+    packed inference call), in words; "" before any."""
+    ways = [f"{kind}: {how}" for kind, how in _layer.lowerings(layer).items()]
+    packed = _inference.lowering(layer)
+    ways += [f"packed inference: {packed}"] if packed else []
+    return "oneDNN's formulation (last call of each kind): " + "; ".join(ways) if ways else ""
 
 
 def _name(cls: type) -> str:

@@ -65,10 +65,12 @@ class Runner:
     op and each gradient last, which the next call runs directly (None: not yet, or none;
     one that refuses the arrays is replaced through the functional API), valid while the
     input's and the weight's layouts stay; and NumPy views of weight and bias, which the
-    layer replaces where those are other tensors."""
+    layer replaces where those are other tensors. ``lowerings``: how oneDNN computed each
+    op kind it ran (``Operation.lowering``), for ``report``."""
 
     __slots__ = ("fmt", "out_strides", "axes", "values", "weights_values", "w", "b", "keep",
-                 "forward", "backward_data", "backward_weights", "bias_sum", "generation")
+                 "forward", "backward_data", "backward_weights", "bias_sum", "generation",
+                 "lowerings")
 
     def __init__(self, call: Call, fmt: torch.memory_format, w: np.ndarray,
                  b: Optional[np.ndarray], keep: bool = True) -> None:
@@ -82,6 +84,7 @@ class Runner:
         self.forward = self.backward_data = self.backward_weights = None
         self.bias_sum: Any = None  # the compiled sum of the result's gradient (_channel_sum)
         self.generation = _compiled.current_generation()  # cleared or busy: these go
+        self.lowerings: dict[str, str] = {}
 
     def run(self, slot: str, kind: str, arrays: tuple, target: np.ndarray, values: tuple) -> None:
         """`kind` on `arrays` into `target` by the native call in `slot`, or by the
@@ -94,7 +97,10 @@ class Runner:
             self.forward = self.backward_data = self.backward_weights = None
             self.generation = generation
         if self.keep:
-            setattr(self, slot, _native.runner(kind, arrays, target, values))
+            direct, lowering = _native.runner(kind, arrays, target, values)
+            setattr(self, slot, direct)
+            if lowering is not None:
+                self.lowerings[kind] = lowering
         else:
             _native.run(kind, arrays, target, values)
 

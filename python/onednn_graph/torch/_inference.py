@@ -317,6 +317,13 @@ def describe(layer: torch.nn.Module) -> str:
     return "inference in eval: " + ", ".join(done) + training
 
 
+def lowering(layer: torch.nn.Module) -> str:
+    """How oneDNN computes `layer`'s packed inference calls (``Operation.lowering``; for
+    ``report``): "" where none was packed, or torch.nn's kernel computes them."""
+    packed = _kept(_packed, layer)
+    return packed.lowering if type(packed) is _Packed else ""
+
+
 def refresh(model: torch.nn.Module) -> None:
     """Drop every packed weight of `model`'s layers: for writes through ``param.data``,
     which PyTorch's version counters do not see; and a layer that packed ``REPACKS`` times
@@ -436,15 +443,16 @@ class _Packed:
     """One call's computation (op, BatchNorm folded, activation fused) with its folded
     weights and bias, for one input layout, dtype and thread count: a compiled partition
     with them as constants, run natively (``op``), or where the package lowers the
-    geometry, the functional API's fused call on them (``fused``)."""
+    geometry, the functional API's fused call on them (``fused``). ``lowering``: how
+    oneDNN computes it (``Operation.lowering``), for ``report``."""
 
     __slots__ = ("key", "stamp", "op", "direct", "fused", "arrays", "out_shape", "out_strides",
-                 "axes", "dtype", "stock_format", "packs")
+                 "axes", "dtype", "stock_format", "packs", "lowering")
 
     def __init__(self, key: tuple, stamp: Stamp, out_shape: tuple, out_strides: tuple,
                  axes: Optional[tuple], dtype: torch.dtype, stock_format: torch.memory_format,
-                 op: Any = None, fused: Any = None) -> None:
-        self.key, self.stamp, self.op, self.fused = key, stamp, op, fused
+                 op: Any = None, fused: Any = None, lowering: str = "") -> None:
+        self.key, self.stamp, self.op, self.fused, self.lowering = key, stamp, op, fused, lowering
         self.packs = 0  # (``_packed_call``: how many times the layer packed, this one included)
         self.stock_format = stock_format  # the memory format the stock layer writes
         self.out_shape, self.out_strides, self.axes, self.dtype = out_shape, out_strides, axes, dtype
@@ -851,11 +859,12 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
     out_meta_shape = out_shape if axes is None else tuple(out_shape[a] for a in axes)
     reason = "inference: weights packed once" + (", its epilogue fused" if posts else "")
     if not constant:
-        return _Packed(**made, fused=_fused_call(arrays, keywords, posts))
+        return _Packed(**made, fused=_fused_call(arrays, keywords, posts), lowering=native.lowering)
     if _lowering.formed(cp.way) == "subpixel":  # few output channels (_impl.subpixel_form)
-        return _Packed(**made, fused=_subpixel.SubpixelCall(
+        subpixel = _subpixel.SubpixelCall(
             cp.way.attrs, _arrays.dtype_name(x.dtype), _compiled.meta(x), out_meta_shape, arrays[0],
-            arrays[1] if len(arrays) > 1 else None, posts, threads, reason))
+            arrays[1] if len(arrays) > 1 else None, posts, threads, reason)
+        return _Packed(**made, fused=subpixel, lowering=_call.lowering_of(subpixel.op, cp.way))
     out_meta_strides = out_strides if axes is None else tuple(out_strides[a] for a in axes)
     if _lowering.formed(cp.way) is not None and not posts:
         # A formulation on views of the arrays is faster here (``_impl.lowering.preferred``:
@@ -863,10 +872,11 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
         # the folded weights. (Such forms take no post-op: with one the op runs as written.)
         prepared = _call.prepare(cp, [x, *arrays], out_meta=(out_meta_shape, out_meta_strides),
                                  threads=threads)
-        return _Packed(**made, fused=lambda x, target: prepared.run([x, *arrays], target))
+        return _Packed(**made, fused=lambda x, target: prepared.run([x, *arrays], target),
+                       lowering=prepared.op.lowering)
     if native.lowering != "native" or native.crop or native.unreached:
         # The package lowers this geometry: its fused call, on the weights folded once.
-        return _Packed(**made, fused=_fused_call(arrays, keywords, posts))
+        return _Packed(**made, fused=_fused_call(arrays, keywords, posts), lowering=native.lowering)
     name = _arrays.dtype_name(x.dtype)
     in_f32 = name in _arrays.LOW_PRECISION and _kernels.runs_in_f32(
         "ConvTranspose", native.attrs, name, [x.shape] + [a.shape for a in arrays], out_meta_shape,
@@ -875,7 +885,7 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
     op = _as_f32.ChainOp("ConvTranspose", native.attrs, name, [_compiled.meta(x)] + [_compiled.meta(a) for a in arrays],
                          (out_meta_shape, out_meta_strides), constants, threads=threads,
                          reason=reason, posts=posts, in_f32=in_f32)
-    return _Packed(**made, op=op)
+    return _Packed(**made, op=op, lowering=_call.lowering_of(op, native) or native.lowering)
 
 
 def _fused_call(arrays: tuple, keywords: dict, posts: list) -> Any:

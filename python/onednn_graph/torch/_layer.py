@@ -34,8 +34,8 @@ import torch
 
 from . import _eager, _kernel_choice, _library, _native, _processes, functional as _functional
 
-__all__ = ["forward_with", "on_lane", "runs_torch_nn", "torch_computes", "torch_function",
-           "torch_nn", "weight_and_bias"]
+__all__ = ["forward_with", "lowerings", "on_lane", "runs_torch_nn", "torch_computes",
+           "torch_function", "torch_nn", "weight_and_bias"]
 
 
 class _Plan:
@@ -84,6 +84,14 @@ def _new_plan(layer: torch.nn.Module, key: tuple) -> _Plan:
     ref = weakref.ref(layer, functools.partial(_forget, key=id(layer)))
     _plans[id(layer)] = (ref, plan)
     return plan
+
+
+def lowerings(layer: Any) -> dict[str, str]:
+    """How oneDNN computed each op kind of `layer`'s last call it ran in eager mode, and its
+    gradients (``Operation.lowering``; ``report``): {} where none ran."""
+    entry = _plans.get(id(layer))
+    runner = entry[1].runner if entry is not None and entry[0]() is layer else None
+    return {} if runner is None else dict(runner.lowerings)
 
 
 def weight_and_bias(layer: Any) -> tuple[torch.Tensor, Optional[torch.Tensor]]:

@@ -115,14 +115,15 @@ def run(kind: str, arrays: tuple, target: np.ndarray, values: tuple) -> None:
     _ops.call_in_order(kind, arrays, target, values)
 
 
-def runner(kind: str, arrays: tuple, target: np.ndarray, values: tuple) -> Any:
-    """``run``, and the native call that ran it from the one call cache (a
-    ``DirectCall``), for a caller that runs the same arrays' layouts again; None where
-    the call has none (one the package crops, permutes or copies for)."""
+def runner(kind: str, arrays: tuple, target: np.ndarray, values: tuple) -> tuple[Any, Optional[str]]:
+    """``run``, then (the native call that ran it from the one call cache, a
+    ``DirectCall``, for a caller that runs the same arrays' layouts again; how oneDNN
+    computed it, ``Operation.lowering``, for ``report``): None where the call has none
+    (one the package crops, permutes or copies for)."""
     run(kind, arrays, target, values)
     key = _core.call_signature(kind, arrays, target, _call.signature_values(values))
     prepared = _compiled.CACHE.lookup(key) if key is not None else None
-    return getattr(prepared, "direct", None)
+    return getattr(prepared, "direct", None), getattr(getattr(prepared, "op", None), "lowering", None)
 
 
 def dense_strides(shape: Sequence[int], fmt: torch.memory_format) -> tuple:
