@@ -267,6 +267,30 @@ def test_under_torch_compile_a_plain_inference_layer_is_torchs_convolution(epilo
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("act", [torch.nn.ReLU, torch.nn.Tanh])
+@pytest.mark.parametrize("autocast", [False, True], ids=["f32", "bf16 autocast"])
+def test_under_torch_compile_kernel_equal_stride_leaves_the_activation_apart_in_f32(act, autocast):
+    # A mask head's layer (kernel == stride, an activation, no BatchNorm): in f32 torch's
+    # convolution and the activation module in the graph (_inference._activation_apart), in
+    # bf16 autocast the package's fused op; either way stock's values.
+    torch.manual_seed(0)
+    stock = torch.nn.Sequential(torch.nn.ConvTranspose2d(32, 16, 2, 2), act()).eval()
+    ours = ot.convert(copy.deepcopy(stock), inference=True)
+    x = torch.randn(4, 32, 8, 8)
+    with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+        got, want = torch.compile(ours, fullgraph=True)(x), stock(x)
+    # f32: the same convolution; bf16: the inputs rounded alike, sums of 32 products in f32
+    # in another order, the result rounded to bf16 once (a relative 2**-8 apart at most)
+    tol = 2 ** -7 if autocast else 1e-5
+    torch.testing.assert_close(got.float(), want.float(), rtol=tol, atol=tol)
+    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
+        explained = torch._dynamo.explain(ours)(x)
+    ops = [str(n.target) for g in explained.graphs for n in g.graph.nodes if n.op == "call_function"]
+    assert any("conv_transpose_inference" in op for op in ops) == autocast, ops
+    assert "activation apart" in ot.report(ours)[0].why
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 @pytest.mark.parametrize("held", [False, True], ids=["default", "held to oneDNN"])
 def test_under_torch_compile_a_training_call_is_torchs_convolution(held, monkeypatch):
     # torch.compile's graph holds torch's own convolution for a call that records gradients
