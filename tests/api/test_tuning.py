@@ -76,7 +76,7 @@ def test_every_alternative_computes_the_op(kind, geometry, data_format, dtype):
         try:
             op = _call._compile(alt, dtype_name(arrays[0].dtype), arrays, out, None, 0)
         except UnsupportedError:
-            assert _lowering.formed(alt) == "packed" and dtype != "f32"  # f32 only
+            assert _lowering.formed(alt) in _lowering.F32_ONLY_FORMS and dtype != "f32"
             continue
         op.execute(arrays, out)
         result = _support._check(p, out)
@@ -88,8 +88,13 @@ def test_tune_keeps_the_fastest_and_computes_the_op(kind):
     p = _problem(kind, GEOMETRIES[1], "NXC", "f32")
     inputs = dict(zip(registry.input_names(kind), p.args))
     op = og.compile_op(kind, tune=True, **inputs, **p.kwargs)
-    # two lowerings, each on both thread counts: the problem is small (_plan.SMALL_FLOPS)
-    assert op.tuning is not None and len(op.tuning) == (4 if og._core.can_limit_threads() else 2)
+    # the default and each alternative, each on both thread counts: the problem is small
+    # (_plan.SMALL_FLOPS)
+    input_shapes = [a.shape for a in p.args]
+    plan = shapes.plan(kind, input_shapes, **p.kwargs)
+    lowerings = 1 + len(_lowering.alternatives(plan, input_shapes, _lowering.lower(plan, input_shapes)))
+    assert lowerings >= 2 and op.tuning is not None
+    assert len(op.tuning) == lowerings * (2 if og._core.can_limit_threads() else 1)
     # the fastest where it won clearly, else the default (_tuning.verdict). Labels name
     # the lowering and the thread count; a lowering alone does not (the default's may
     # run on 1 thread while the fastest label, not clearly faster, is all threads).
@@ -116,12 +121,12 @@ def test_tune_with_shapes_and_constant_weights():
 
 
 def test_ops_without_an_alternative_are_timed_only_natively(rng):
-    # ConvTranspose with a bias (ConvolutionBackwardData has no bias input), stride 2
-    # and a kernel of 3 (neither the packed Convolution of stride 1 nor the MatMul of
-    # kernel == stride): only the thread count is left to choose (on a small
-    # problem, where OpenMP allows)
+    # ConvTranspose with a bias (ConvolutionBackwardData has no bias input), stride 2,
+    # dilation 2 and a kernel of 3 (neither the packed Convolution of stride 1, nor the
+    # MatMul of kernel == stride, nor the sub-pixel Convolution of dilation 1): only the
+    # thread count is left to choose (on a small problem, where OpenMP allows)
     x, w, b = random(rng, (1, 4, 3), "f32"), random(rng, (3, 3, 3), "f32"), random(rng, (3,), "f32")
-    op = og.compile_op("ConvTranspose", src=x, weights=w, bias=b, strides=2, tune=True)
+    op = og.compile_op("ConvTranspose", src=x, weights=w, bias=b, strides=2, dilations=2, tune=True)
     assert op.lowering == "native"  # (too small for its bias to run apart: _impl.epilogue_apart)
     if og._core.can_limit_threads():
         assert set(op.tuning) == {"native", "native, on 1 thread"}

@@ -403,25 +403,30 @@ AS_SUBPIXEL = "one stride-1 Convolution computing every output phase as channels
 
 
 def subpixel_geometry(stride: int, kernel: int, pad_begin: int, small: int, big: int
-                      ) -> Optional[tuple[list[list[int]], int, int, int]]:
-    """One axis of the sub-pixel formulation: output position ``stride*q + r`` is the
-    sum over m of ``small[q - m] * w[stride*m + r + pad_begin]``, so one stride-1
-    Convolution whose taps j stand for ``m = m_hi - j`` (m_lo <= m <= m_hi: the m with a
-    kernel position in some phase) computes every phase r as channels. Returns (per
-    phase r, the kernel position each tap j reads, or `kernel` where none does: a zero
-    weight; the Convolution's pads begin and end; its output size q), or None where the
-    phases do not tile the output (`big` not a multiple of `stride`) or a pad would be
-    negative."""
-    m_hi = (kernel - 1 - pad_begin) // stride
-    m_lo = -((stride - 1 + pad_begin) // stride)
-    q = big // stride
+                      ) -> Optional[tuple[list[list[int]], int, int, int, int]]:
+    """One axis of the sub-pixel formulation. With ``e = pad_begin % stride`` and ``c =
+    pad_begin - e``, output position ``stride*q + r - e`` is the sum over m of ``small[q - m]
+    * w[stride*m + r + c]``: phases counted from position -e, where each phase's kernel
+    positions start on a multiple of the stride, so the union of the phases' taps is
+    ``ceil(kernel / stride)`` (the fewest; counted from position 0 it is one more wherever e
+    > 0: 3 for kernel 4, stride 2, pad 1, where 2 hold every product). One stride-1
+    Convolution whose taps j stand for ``m = m_hi - j`` (m_lo <= m <= m_hi) then computes
+    every phase r as channels, over ``ceil((big + e) / stride)`` positions q, of which the
+    package's copy keeps those in the output. Returns (per phase r, the kernel position
+    each tap j reads, or `kernel` where none does: a zero weight; the Convolution's pads
+    begin and end; its output size q; e), or None where a pad would be negative."""
+    e = pad_begin % stride
+    c = pad_begin - e
+    m_hi = (kernel - 1 - c) // stride
+    m_lo = -(c // stride)
+    q = -(-(big + e) // stride)
     end = q - small - m_lo
-    if big % stride or m_hi < 0 or end < 0:
+    if m_hi < 0 or end < 0:
         return None
     taps = [[t if 0 <= t < kernel else kernel
-             for t in (stride * (m_hi - j) + r + pad_begin for j in range(m_hi - m_lo + 1))]
+             for t in (stride * (m_hi - j) + r + c for j in range(m_hi - m_lo + 1))]
             for r in range(stride)]
-    return taps, m_hi, end, q
+    return taps, m_hi, end, q, e
 
 
 def subpixel_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
@@ -429,8 +434,8 @@ def subpixel_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chose
     """The call as one stride-1 Convolution whose output channels are every output
     phase's channels, and the package's copy of them into place (``_impl.subpixel_form``):
     a ConvTranspose or ConvolutionBackwardData with a stride above 1, dilation 1, groups
-    1, and on every axis an output the stride divides and pads >= 0
-    (``subpixel_geometry``); None elsewhere."""
+    1, and on every axis pads of the Convolution >= 0 (``subpixel_geometry``); None
+    elsewhere."""
     a = plan.attrs
     if chosen.unreached or chosen.crop or a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA) \
             or all(s == 1 for s in a.strides) or any(d != 1 for d in a.dilations) or a.groups != 1:
@@ -606,16 +611,17 @@ PACKED_NCX_CHANNELS = 4
 #: f32 as one stride-1 Convolution per output phase (``polyphase_way``): AMD Zen 4
 #: (``preferred`` has the figures).
 POLYPHASE_DEPTHWISE: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2), "avx512_core_bf16")})
-#: (oneDNN version, ISA) -> (most output channels, from how many FLOPs, most input
-#: channels or 0: any) with which a strided ConvTranspose / ConvolutionBackwardData
-#: (groups 1) runs in f32 as the sub-pixel Convolution (``subpixel_way``) by default: AMD
-#: Zen 4 natively (a vector's 16 lanes hold 4 phases of 4 channels) and capped at AVX2 (8
-#: lanes). Below the FLOPs the package's per-call gathering of the weights costs more than
-#: it saves; capped at AVX2, 3-4 channels lose with more input channels (``preferred``
+#: (oneDNN version, ISA) -> data format -> (most output channels, from how many FLOPs)
+#: with which a strided ConvTranspose / ConvolutionBackwardData (groups 1) runs in f32 as
+#: the sub-pixel Convolution (``subpixel_way``) by default: AMD Zen 4 natively (a vector's
+#: 16 lanes hold 4 phases of 4 channels) and capped at AVX2 (8 lanes). Below the FLOPs
+#: the package's per-call gathering of the weights costs more than it saves (``preferred``
 #: has the figures).
-SUBPIXEL_CHANNELS: dict[tuple[tuple[int, int], str], tuple[tuple[int, int, int], ...]] = {
-    ((3, 2), "avx512_core_bf16"): ((3, 1 << 23, 0), (4, 1 << 25, 0)),
-    ((3, 2), "avx2"): ((2, 1 << 23, 0), (4, 1 << 25, 64))}
+SUBPIXEL_CHANNELS: dict[tuple[tuple[int, int], str], dict[str, tuple[tuple[int, int], ...]]] = {
+    ((3, 2), "avx512_core_bf16"): {"NXC": ((3, 1 << 23), (4, 1 << 24), (8, 1 << 27)),
+                                   "NCX": ((3, 1 << 23), (4, 1 << 25))},
+    ((3, 2), "avx2"): {"NXC": ((2, 1 << 23), (4, 3 << 23)),
+                       "NCX": ((2, 1 << 23), (4, 1 << 27))}}
 #: (oneDNN version, ISA) -> (the output channels a vector of oneDNN's strided kernels holds
 #: in f32: 16 with AVX-512, 8 with AVX2; the data formats; the most channels over a
 #: multiple of it) where a ConvTranspose / ConvolutionBackwardData (groups 1) with that few
@@ -709,22 +715,26 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       0.91-2.43x, on dense shapes 1.12-8.8x (the strided output views cost there), and
       capped at AVX2 0.62-2.30x: as written there, and ``tune=True`` measures.
     * ConvTranspose and ConvolutionBackwardData with a stride above 1, groups 1, f32,
-      as one stride-1 Convolution with every output phase as channels (``subpixel_way``),
-      with at most 3 output channels from 8 MFLOP and 4 from 32 MFLOP on AMD Zen 4
-      natively, at most 2 from 8 MFLOP and 4 from 32 MFLOP with at most 64 input channels
-      capped at AVX2 (``SUBPIXEL_CHANNELS``). On the benchmark's ``gan-*``, ``volume-*``
-      and ``audio-*`` held-out cases (k4s2, k6s2, 3-D k4s2, 1-D k8s4; 16-100 MFLOP; both layouts, both
-      ops): natively 0.27-0.68x the native time on all 24 rows with 1-3 channels,
-      0.61-0.74x with 4, where 8 and 16 channels took 1.11-2.15x; capped at AVX2
-      0.45-0.68x with 1-2 channels and k6s2 with 3, 0.89-0.94x with 3-4 at k4s2, where 8
-      and 16 took 1.68-2.51x; but with more input channels 3-4 lost there
-      (``benchmarks/channel_blocks.py``, k4s2: 64 in 0.92-1.00x, 256 in 1.08-1.11x, 512 in
-      1.33-1.34x; natively 0.62-0.73x on the same shapes), so capped at AVX2 it takes 3-4
-      channels only with at most 64 input channels. In a converted torch layer at batch 1
-      (``benchmarks/kernel_choice.py``, k2-k4 s2, 16 and 64 input channels) it lost below
-      those sizes (1-5 MFLOP: up to 1.8x the native op's time, the per-call gathering of
-      the weights) and with 4 channels up to 17 MFLOP (1.17x), and won from them (8-134
-      MFLOP: 0.49-0.93x of torch.nn's time where the native op took 0.90-1.05x).
+      as one stride-1 Convolution with every output phase as channels (``subpixel_way``;
+      its phases counted where each needs the fewest taps: ``subpixel_geometry``), on AMD
+      Zen 4 natively in NXC with at most 4 output channels from 8 MFLOP and 8 from 47
+      MFLOP, in NCX 3 from 8 and 4 from 32 MFLOP; capped at AVX2 in NXC 2 from 8 and 4
+      from 25 MFLOP, in NCX 2 from 8 and 4 from 134 MFLOP (``SUBPIXEL_CHANNELS``).
+      ``python benchmarks/subpixel_channels.py`` (k4s2 2-D with 64, 256 and 512 input
+      channels at batch 1-16, 3-D k4s2 with 16-32, 1-D k8s4 with 128; 1-12 output
+      channels; docs/benchmarks/zen4-subpixel.md): natively, NXC, 1-4 channels took
+      0.33-0.85x the native op's time on all 40 shapes (2-256 MFLOP), 6-8 channels
+      0.58-0.94x from 47 MFLOP and 1.13-1.53x below; NCX 1-3 channels from 8 MFLOP
+      0.39-0.80x, 4 from 32 MFLOP 0.47-0.93x (1.13-1.18x at 8 MFLOP), 6 and more 0.73-2.4x.
+      Capped at AVX2, NXC: 1-2 channels from 8 MFLOP 0.38-0.76x, 3-4 from 25 MFLOP
+      0.47-0.92x (1.07-1.22x at 6-16), 6 0.68-1.16x, 8 1.08-2.04x; NCX: 1-2 from 8 MFLOP
+      0.41-0.85x, 3-4 0.68-0.91x from 134 MFLOP, 0.83-1.23x below. The same rows for
+      ConvolutionBackwardData natively within 0.06 of these. Before the fewest taps
+      (three taps per axis at k4s2p1 where two hold every product), 3-4 channels lost
+      capped at AVX2 with 256-512 input channels (1.08-1.34x) and more than 4 nowhere
+      won. In a converted torch layer at batch 1 (``benchmarks/kernel_choice.py``, k2-k4
+      s2, 16 and 64 input channels) it lost below 8 MFLOP (1-5 MFLOP: up to 1.8x the
+      native op's time, the per-call gathering of the weights).
     * ConvTranspose and ConvolutionBackwardData with groups 1, f32, whose output channels
       are 1-4 over a multiple of 16 on AMD Zen 4 natively (either data format), 1-2 over a
       multiple of 8 capped at AVX2 (NXC), where the rest alone would run in the sub-pixel
@@ -821,13 +831,12 @@ def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
     if (version, isa) in MATMUL_WIDE_NXC and a.data_format == "NXC" and all(k == 2 for k in plan.kernel) \
             and per_group >= MATMUL_WIDE_FROM_CHANNELS:
         return matmul_way(plan, input_shapes, chosen, f"faster on {library} for NXC kernel 2 on {isa}")
-    inputs = shapes.data_channels(a.data_format, input_shapes[0])
-    if dtype == "f32" and _few_enough(channels, flops, inputs, version, isa):
+    if dtype == "f32" and _few_enough(channels, flops, a.data_format, version, isa):
         return subpixel_way(plan, input_shapes, chosen, f"faster on {library} for few output channels on {isa}")
     block, formats, most = SPLIT_CHANNELS.get((version, isa), (0, (), 0))
     rest = channels % block if block else 0
     if dtype == "f32" and a.data_format in formats and a.groups == 1 and channels > block \
-            and 0 < rest <= most and _few_enough(rest, flops * rest // channels, inputs, version, isa) \
+            and 0 < rest <= most and _few_enough(rest, flops * rest // channels, a.data_format, version, isa) \
             and subpixel_way(plan, input_shapes, chosen) is not None:
         return channel_split_way(plan, input_shapes, chosen, block,
                                  f"faster on {library} for {rest} channel{'s' * (rest > 1)} over "
@@ -850,11 +859,11 @@ def _weights_grad_split(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]
                              f"over {channels - rest} on {isa}")
 
 
-def _few_enough(channels: int, flops: int, inputs: int, version: tuple[int, int], isa: str) -> bool:
-    """Whether a strided problem of `channels` output channels, `inputs` input channels
-    and `flops` runs in the sub-pixel form by default (``SUBPIXEL_CHANNELS``)."""
-    return channels > 0 and any(channels <= most and flops >= least and (not widest or inputs <= widest)
-                                for most, least, widest in SUBPIXEL_CHANNELS.get((version, isa), ()))
+def _few_enough(channels: int, flops: int, data_format: str, version: tuple[int, int], isa: str) -> bool:
+    """Whether a strided problem of `channels` output channels and `flops` in
+    `data_format` runs in the sub-pixel form by default (``SUBPIXEL_CHANNELS``)."""
+    return channels > 0 and any(channels <= most and flops >= least for most, least in
+                                SUBPIXEL_CHANNELS.get((version, isa), {}).get(data_format, ()))
 
 
 def spelled_natively(a: _attrs.ConvAttrs) -> dict[str, Any]:

@@ -9,7 +9,10 @@ channels ("sub-pixel", as PixelShuffle undoes it); the package's copy puts each 
 in place. oneDNN's strided kernels hold the output channels in vector lanes, so a layer
 with few of them (a GAN generator's last layer: 64 -> 3 channels) leaves most lanes
 empty; here the lanes hold ``prod(s)`` times as many at the price of ``prod(taps * s /
-kernel)`` times the multiplications (2.25 for kernel 4, stride 2, pad 1 in 2-D).
+kernel)`` times the multiplications, with ``taps = ceil(kernel / s)`` (phases counted
+where each one's kernel positions start on a multiple of the stride: 1 for kernel 4,
+stride 2, pad 1, where counted from position 0 it would be 2.25 in 2-D), and a border of
+positions the copy leaves out.
 
 The arithmetic is oneDNN's; the package gathers the weights into the wider kernel and
 tiles the bias (per call on the op's own path, ``SubpixelForm``; once per weight change
@@ -19,6 +22,7 @@ epilogue fused).
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Optional, Sequence
 
@@ -40,9 +44,10 @@ class Geometry:
         per_axis = [_lowering.subpixel_geometry(s, k, pb, x, y)
                     for s, k, pb, x, y in zip(attrs["strides"], kernel, attrs["pads_begin"], small, big)]
         if any(g is None for g in per_axis):
-            raise ValueError("the sub-pixel form needs an output the strides divide and pads >= 0")
+            raise ValueError("the sub-pixel form needs the Convolution's pads >= 0")
         self.strides, self.kernel = tuple(attrs["strides"]), tuple(kernel)
         self.taps = [g[0] for g in per_axis]  # type: ignore[index]
+        self.first = tuple(g[4] for g in per_axis)  # type: ignore[index]  # phase 0 at position -first
         rank = len(kernel)
         # The kernel position each (phase, tap) reads, per axis, shaped (phase_0, tap_0,
         # phase_1, tap_1, ...) on its own two axes: ``weights`` gathers with them.
@@ -76,17 +81,21 @@ class Geometry:
 
     def place(self, result: np.ndarray, output: np.ndarray) -> None:
         """Copy the Convolution's `result` (``result_shape``) into `output`, a
-        channels-last view (N, Y..., O): phase r of position q to position ``s*q + r``."""
-        rank, item = len(self.strides), output.itemsize
+        channels-last view (N, Y..., O): phase r of position q to position ``s*q + r -
+        first``, where that is in the output; one strided copy per phase."""
+        rank = len(self.strides)
         n, *spatial, o = output.shape
-        steps = [st // item for st in output.strides]
-        blocks = [(n, steps[0])]
-        for y, s, st in zip(spatial, self.strides, steps[1:-1]):
-            blocks.append((y // s, st * s))
-        blocks += [(s, st) for s, st in zip(self.strides, steps[1:-1])] + [(o, steps[-1])]
-        # result (N, Q..., phases..., O) in its memory order against blocks (N, Q..., r..., O)
-        shaped = result.reshape((n, *[b for b, _ in blocks[1:1 + rank]], *self.strides, o))
-        _core.cast(shaped, _formed.view(output, blocks))
+        # result (N, Q..., phases..., O): its channels are phase-major
+        shaped = result.reshape((n, *result.shape[1:1 + rank], *self.strides, o))
+        for phase in itertools.product(*[range(s) for s in self.strides]):
+            source: list[Any] = [slice(None)]
+            target: list[Any] = [slice(None)]
+            for r, s, first, y in zip(phase, self.strides, self.first, spatial):
+                start = (r - first) % s  # the output's first position of phase r
+                q = (start + first - r) // s
+                source.append(slice(q, q + len(range(start, y, s))))
+                target.append(slice(start, y, s))
+            _core.cast(shaped[tuple(source + list(phase))], output[tuple(target)])
 
 
 def _geometry(attrs: dict[str, Any], inputs: Sequence[tuple], output: tuple) -> tuple[Geometry, Any]:
