@@ -553,19 +553,30 @@ def forward(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> 
     """``layer(input)`` with its epilogue, in eval: packed where nothing records or traces
     the call, under torch.compile the registered ``conv_transpose_inference`` (which packs
     when it runs), else composed of PyTorch's ops and the layer's (``_composed``)."""
+    if torch.compiler.is_compiling():
+        return _in_graph(layer, input, epilogue)
     # The sources, not the weight: a parametrized weight is computed on every read, and
     # the packed call needs it only when it packs.
     sources = _sources(layer, epilogue)
-    recorded = _recorded(input, sources)
-    if recorded or not _library.untraced(input):  # (plain CPU tensors only, nothing tracing)
-        if torch.compiler.is_compiling() and not recorded:
-            if _kernel_choice.plain_in_graph(_torch_in_graph(layer, input, epilogue)):  # torch's convolution
-                y = _layer.torch_nn(layer, input, *_layer.weight_and_bias(layer))
-                return y if epilogue.act is None else _activated(epilogue.act, y)
-            if _compiles_packed(layer, input) and not _kernel_choice.by_rule(layer, input, layer.weight):
-                return _compiled_call(layer, input, epilogue)
+    if _recorded(input, sources) or not _library.untraced(input):  # (plain CPU tensors only, nothing tracing)
         return _composed(layer, input, *_layer.weight_and_bias(layer), epilogue)
     return _packed_call(layer, input, epilogue, sources, deferred=False)
+
+
+def _in_graph(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> torch.Tensor:
+    """``forward`` while torch.compile traces it: torch's convolution, the registered
+    ``conv_transpose_inference``, or where gradients are recorded the composed ops. Dynamo
+    guards every read of the trace and runs the guards on every call of the compiled frame,
+    so the sources are read only where gradients may be recorded (the eager path's reads
+    put 421 guard lines where stock has 207 in EnCodec's ConvTranspose1d block: about 40
+    us a layer and call)."""
+    if not (torch.is_grad_enabled() and _recorded(input, _sources(layer, epilogue))):
+        if _kernel_choice.plain_in_graph(_torch_in_graph(layer, input, epilogue)):  # torch's convolution
+            y = _layer.torch_nn(layer, input, *_layer.weight_and_bias(layer))
+            return y if epilogue.act is None else _activated(epilogue.act, y)
+        if _compiles_packed(layer, input) and not _kernel_choice.by_rule(layer, input, layer.weight):
+            return _compiled_call(layer, input, epilogue)
+    return _composed(layer, input, *_layer.weight_and_bias(layer), epilogue)
 
 
 #: The epilogue of a layer ``convert`` gave none (``forward_plain``): nothing folded or fused.
@@ -582,11 +593,10 @@ def forward_plain(layer: torch.nn.Module, input: torch.Tensor) -> torch.Tensor:
     the graph, ``_kernel_choice.plain_in_graph``: the training op there ran MONAI's GAN
     generator 1.31x stock compiled); every other call as ``_layer.forward_with`` computes
     it. (The caller tried the layer's lane first: ``_layer.on_lane``.)"""
+    if torch.compiler.is_compiling():
+        return _in_graph(layer, input, NO_EPILOGUE)
     sources = _sources(layer, NO_EPILOGUE)
-    recorded = _recorded(input, sources)
-    if recorded or not _library.untraced(input):
-        if not recorded and torch.compiler.is_compiling():
-            return forward(layer, input, NO_EPILOGUE)
+    if _recorded(input, sources) or not _library.untraced(input):
         return _layer.forward_with(layer, input, *_layer.weight_and_bias(layer))
     return _packed_call(layer, input, NO_EPILOGUE, sources, deferred=True)
 

@@ -184,6 +184,7 @@ def tune(layer: torch.nn.Module) -> None:
     _tuned.add(layer)
 
 
+@torch.compiler.assume_constant_result  # (read once per trace: no guard on the environment)
 def _held_to_onednn() -> bool:
     """Whether ``ONEDNN_GRAPH_TORCH_KERNELS`` holds every call to oneDNN's kernel."""
     return os.environ.get(ENV, "").strip().lower() in _OFF

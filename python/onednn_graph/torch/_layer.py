@@ -107,12 +107,14 @@ def on_lane(layer: Any, input: torch.Tensor) -> Optional[torch.Tensor]:
     """``layer(input)`` by torch.nn's function where the call's facts are those of the last
     call torch.nn's kernel computed (the layer's lane, ``_lane``), else None. (The weight
     is read only where the layer has a lane: a parametrized one is computed on each read.)"""
+    if _compiling():  # (first: what the trace reads, dynamo guards on every call)
+        return None
     entry = _plans.get(id(layer))
     if entry is not None:
         plan = entry[1]
         # (not while torch.jit.trace traces: its sizes are traced values, which the
         # comparison would turn into constants of the trace with a warning)
-        if plan.lane is not None and not _compiling() and _jit_tracing() is None:
+        if plan.lane is not None and _jit_tracing() is None:
             weight, bias = weight_and_bias(layer)
             lane = _lane(layer, input, weight, bias)
             if lane == plan.lane and entry[0]() is layer:  # as the last call: torch.nn's
