@@ -39,8 +39,8 @@ void bind_engine(py::module_ &m) {
     }, "Bytes oneDNN holds now (`current`), the most it held at once since the last\n"
        "reset_onednn_peak() (`peak`), and its number of allocations (`allocations`),\n"
        "through the package's engines: scratchpads, internal reorders, cached constants.\n"
-       "On a SYCL-runtime oneDNN, `cached` is the bytes oneDNN freed that the package keeps\n"
-       "for reuse and `fresh` the allocations that took new memory (0 on other builds).");
+       "`cached` is the bytes oneDNN freed that the package keeps for reuse (up to\n"
+       "ONEDNN_GRAPH_CACHE_BYTES) and `fresh` the allocations that took new memory.");
     m.def("reset_onednn_peak", &reset_allocation_peak,
             "Start a new peak of onednn_allocations() from the bytes held now.");
 

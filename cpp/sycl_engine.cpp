@@ -10,10 +10,9 @@
 // - The Graph API's default SYCL allocator gives every execution fresh USM memory
 //   for its scratchpad and frees it after: on a 4x256x32x32 ConvTranspose about
 //   3,200 page faults per call and 1.6-1.8x the OpenMP build's time (issue 20,
-//   Zen 4). The engine's allocator here keeps freed blocks, by size, for the
-//   next execution to reuse, up to 1 GiB in all, or the number of bytes in
-//   ONEDNN_GRAPH_SYCL_CACHE_BYTES (0: keep nothing, as the default allocator);
-//   a new block that would not fit gives back the largest ones kept.
+//   Zen 4). The engine's allocator here keeps freed blocks for the next
+//   execution to reuse (allocator.hpp's BlockCache, which the OpenMP build's
+//   allocator keeps too).
 //
 // A host allocator is refused on this runtime ("could not create allocator for
 // cpu"), so the allocator is the SYCL interop one and allocates USM, as oneDNN's
@@ -52,74 +51,46 @@ void prepare_sycl_cpu_device() {
 
 namespace {
 
-// Freed blocks above this many bytes in all are given back to the system.
-size_t cache_limit() {
-    static const size_t limit = [] {
-        const char *given = std::getenv("ONEDNN_GRAPH_SYCL_CACHE_BYTES");
-        return given && *given ? static_cast<size_t>(std::strtoull(given, nullptr, 10)) : size_t(1) << 30;
-    }();
-    return limit;
-}
-
-// Never destroyed: oneDNN may free a cached constant after static destructors ran.
-struct BlockCache {
+// The context each block the package made was made in (a block may serve another
+// engine, and is freed in its own). Never destroyed, as the block cache.
+struct Owners {
     std::mutex lock;
-    std::multimap<std::pair<size_t, size_t>, void *> free_blocks; // (size, alignment) -> block
-    std::map<void *, size_t> alignments;                         // every block the cache made
-    std::map<void *, sycl::context> owners;                      // and its context (one per engine)
-    size_t cached_bytes = 0;
+    std::map<void *, sycl::context> of;
 };
 
-BlockCache &cache() {
-    static BlockCache *c = new BlockCache;
-    return *c;
+Owners &owners() {
+    static Owners *o = new Owners;
+    return *o;
+}
+
+void free_made(void *p) { // a block the package made, in its context
+    Owners &o = owners();
+    std::unique_lock<std::mutex> guard(o.lock);
+    auto owner = o.of.find(p);
+    const sycl::context made_in = owner->second;
+    o.of.erase(owner);
+    guard.unlock();
+    sycl::free(p, made_in);
 }
 
 void *allocate(size_t size, size_t alignment, const void *device, const void *context) {
     size = std::max<size_t>(size, 1);
     alignment = std::max<size_t>(alignment, 64);
-    BlockCache &c = cache();
-    {
-        std::lock_guard<std::mutex> guard(c.lock);
-        auto it = c.free_blocks.find({size, alignment});
-        if (it != c.free_blocks.end()) {
-            void *p = it->second;
-            c.free_blocks.erase(it);
-            c.cached_bytes -= size;
-            count_cached(c.cached_bytes);
-            count_allocation(p, size, false);
-            return p;
-        }
+    BlockCache &c = block_cache();
+    if (void *p = c.take(size, alignment)) {
+        count_allocation(p, size, false);
+        return p;
     }
-    // Room for this block when it comes back, made now (where the execution allocates,
-    // not in the release oneDNN may make from the runtime's threads) by giving back the
-    // largest blocks kept: a cache full of sizes no execution asks for again (a
-    // 1024-channel layer's scratchpads) would otherwise send every later execution's
-    // scratchpad to fresh memory.
-    std::vector<std::pair<void *, sycl::context>> evicted;
-    {
-        std::lock_guard<std::mutex> guard(c.lock);
-        while (size <= cache_limit() && c.cached_bytes + size > cache_limit() && !c.free_blocks.empty()) {
-            auto largest = std::prev(c.free_blocks.end());
-            void *old = largest->second;
-            auto owner = c.owners.find(old);
-            evicted.emplace_back(old, owner->second);
-            c.owners.erase(owner);
-            c.cached_bytes -= largest->first.first;
-            c.alignments.erase(old);
-            c.free_blocks.erase(largest);
-        }
-        if (!evicted.empty()) count_cached(c.cached_bytes);
-    }
-    for (auto &[old, owner] : evicted) sycl::free(old, owner); // in the context that made it
+    for (void *old : c.make_room(size)) free_made(old); // (made room now, where the execution allocates)
     void *p = sycl::aligned_alloc_device(alignment, size, *static_cast<const sycl::device *>(device),
             *static_cast<const sycl::context *>(context));
     if (!p) return nullptr;
     {
-        std::lock_guard<std::mutex> guard(c.lock);
-        c.alignments[p] = alignment;
-        c.owners.emplace(p, *static_cast<const sycl::context *>(context));
+        Owners &o = owners();
+        std::lock_guard<std::mutex> guard(o.lock);
+        o.of.emplace(p, *static_cast<const sycl::context *>(context));
     }
+    c.made(p, alignment);
     count_allocation(p, size, true);
     return p;
 }
@@ -129,27 +100,15 @@ void deallocate(void *p, const void *, const void *context, void *event) {
     // oneDNN passes the event of the last kernel that used the block: reusing it
     // before that kernel ends would hand its memory to another execution.
     if (event) static_cast<sycl::event *>(event)->wait();
-    const size_t size = count_deallocation(p);
-    BlockCache &c = cache();
+    if (block_cache().keep(p, count_deallocation(p))) return;
+    bool made;
     {
-        std::lock_guard<std::mutex> guard(c.lock);
-        auto known = c.alignments.find(p);
-        if (size > 0 && known != c.alignments.end() && c.cached_bytes + size <= cache_limit()) {
-            c.free_blocks.emplace(std::make_pair(size, known->second), p);
-            c.cached_bytes += size;
-            count_cached(c.cached_bytes);
-            return;
-        }
-        if (known != c.alignments.end()) {
-            c.alignments.erase(known);
-            auto owner = c.owners.find(p);
-            const sycl::context made_in = owner->second; // (a block may serve another engine)
-            c.owners.erase(owner);
-            sycl::free(p, made_in);
-            return;
-        }
+        Owners &o = owners();
+        std::lock_guard<std::mutex> guard(o.lock);
+        made = o.of.count(p) > 0;
     }
-    sycl::free(p, *static_cast<const sycl::context *>(context));
+    if (made) free_made(p);
+    else sycl::free(p, *static_cast<const sycl::context *>(context));
 }
 
 } // namespace
