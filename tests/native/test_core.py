@@ -53,28 +53,57 @@ def test_onednn_allocations_are_counted_and_given_back(rng):
     assert after["current"] == before["current"]  # the scratchpad was freed
 
 
-def test_a_repeated_call_takes_no_new_memory(rng):
+_REPEATED_CALLS = """
+import resource, numpy as np, onednn_graph as og
+from onednn_graph import _core
+rng = np.random.default_rng(0)
+x, w = rng.standard_normal({x}, np.float32), rng.standard_normal({w}, np.float32)
+kw = dict(strides=2, data_format="NCX", weights_format="IOX")
+out = og.conv_transpose(x, w, **kw)
+for _ in range(3):
+    og.conv_transpose(x, w, **kw, out=out)
+before = _core.onednn_allocations()
+faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range({calls}):
+    og.conv_transpose(x, w, **kw, out=out)
+faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+after = _core.onednn_allocations()
+print(after["allocations"] - before["allocations"], after["peak"] - before["current"],
+      after["fresh"] - before["fresh"], faults)
+"""
+
+
+def _repeated_calls(x: tuple, w: tuple, calls: int, env: dict | None = None) -> list[int]:
+    """In a process of its own, an NCX ConvTranspose (stride 2) on `x` and `w` called
+    `calls` times after its first calls: (oneDNN's allocations, its scratchpad's bytes,
+    the allocations that took new memory, the process's page faults)."""
+    code = _REPEATED_CALLS.format(x=x, w=w, calls=calls)
+    return [int(v) for v in subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                           env={**os.environ, **(env or {})}, timeout=300, check=True).stdout.split()]
+
+
+def test_a_repeated_call_takes_no_new_memory():
     """After its first calls, a call's scratchpad comes from memory oneDNN had before:
     no allocation takes new memory (`fresh`: the package's block cache,
-    cpp/allocator.hpp), and the process faults almost no pages. A 1x64x32x32 NCX ConvTranspose, whose
-    blocked copies (a scratchpad of 0.5 MB and more) would fault over 100 pages per
-    call if their memory were new; the bound, 10 per call, leaves room for
-    NumPy's own result pages, of which `out=` has none."""
-    import resource
-    x, w = random(rng, (1, 64, 32, 32), "f32"), random(rng, (64, 32, 2, 2), "f32")
-    kwargs = dict(strides=2, data_format="NCX", weights_format="IOX")
-    out = og.conv_transpose(x, w, **kwargs)
-    for _ in range(3):
-        og.conv_transpose(x, w, **kwargs, out=out)
-    before = _core.onednn_allocations()
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(20):
-        og.conv_transpose(x, w, **kwargs, out=out)
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-    after = _core.onednn_allocations()
-    assert after["allocations"] > before["allocations"]  # it does use a scratchpad
-    assert after["fresh"] == before["fresh"]
+    cpp/allocator.hpp), and the process faults almost no pages. A 1x64x32x32 NCX
+    ConvTranspose, whose blocked copies (a scratchpad of 0.5 MB and more) would fault
+    over 100 pages per call if their memory were new; the bound, 10 per call, leaves room
+    for NumPy's own result pages, of which `out=` has none."""
+    allocations, _, fresh, faults = _repeated_calls((1, 64, 32, 32), (64, 32, 2, 2), 20)
+    assert allocations > 0 and fresh == 0  # it does use a scratchpad, from kept blocks
     assert faults <= 20 * 10, f"{faults} page faults in 20 calls"
+
+
+def test_a_large_scratchpad_is_kept_for_the_next_call():
+    """Scratchpads past glibc's mmap threshold (32 MB at most) are fresh pages on every
+    call unless the package keeps the freed block (ONEDNN_GRAPH_CACHE_BYTES=0 keeps
+    nothing): a 2x64x256x256 NCX ConvTranspose, whose blocked copies take about 100 MB,
+    faults no page on its repeated calls with the cache and thousands a call without
+    (16 thousand on a Zen 4: 64 MB of 4 KiB pages)."""
+    _, scratch, fresh, faults = _repeated_calls((2, 64, 256, 256), (64, 16, 2, 2), 5)
+    assert scratch > 32 << 20 and fresh == 0 and faults < 5 * 100, (scratch, fresh, faults)
+    _, _, fresh, faults = _repeated_calls((2, 64, 256, 256), (64, 16, 2, 2), 5, {"ONEDNN_GRAPH_CACHE_BYTES": "0"})
+    assert fresh >= 5 and faults > 5 * 1000, (fresh, faults)
 
 
 _FILL_THEN_SMALL = """
@@ -96,41 +125,6 @@ for _ in range(20):
 after = _core.onednn_allocations()
 print(before["cached"], after["fresh"] - before["fresh"])
 """
-
-
-_LARGE_SCRATCHPAD = """
-import resource, numpy as np, onednn_graph as og
-from onednn_graph import _core
-rng = np.random.default_rng(0)
-x = rng.standard_normal((2, 64, 256, 256), np.float32)  # 32 MB
-w = rng.standard_normal((64, 16, 2, 2), np.float32)
-kw = dict(strides=2, data_format="NCX", weights_format="IOX")
-out = og.conv_transpose(x, w, **kw)
-for _ in range(2):
-    og.conv_transpose(x, w, **kw, out=out)
-before = _core.onednn_allocations()
-faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(5):
-    og.conv_transpose(x, w, **kw, out=out)
-after = _core.onednn_allocations()
-faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-print(after["peak"] - before["current"], after["fresh"] - before["fresh"], faults)
-"""
-
-
-def test_a_large_scratchpad_is_kept_for_the_next_call():
-    """Scratchpads past glibc's mmap threshold (32 MB at most) are fresh pages on every
-    call unless the package keeps the freed block (ONEDNN_GRAPH_CACHE_BYTES=0 keeps
-    nothing): a 2x64x256x256 NCX ConvTranspose, whose blocked copies take about 100 MB,
-    faults no page on its repeated calls with the cache and thousands a call without
-    (16 thousand on a Zen 4: 64 MB of 4 KiB pages)."""
-    run = lambda env: [int(v) for v in subprocess.run(
-        [sys.executable, "-c", _LARGE_SCRATCHPAD], capture_output=True, text=True,
-        env={**os.environ, **env}, timeout=300, check=True).stdout.split()]
-    scratch, fresh, faults = run({})
-    assert scratch > 32 << 20 and fresh == 0 and faults < 5 * 100, (scratch, fresh, faults)
-    _, fresh, faults = run({"ONEDNN_GRAPH_CACHE_BYTES": "0"})
-    assert fresh >= 5 and faults > 5 * 1000, (fresh, faults)
 
 
 def test_a_full_block_cache_makes_room():
