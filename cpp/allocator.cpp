@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 
 namespace onednn_graph {
@@ -108,6 +109,13 @@ bool BlockCache::keep(void *p, size_t size) {
     }
     alignments_.erase(known);
     return false;
+}
+
+void BlockCache::unlock_in_forked_child() { new (&lock_) std::mutex(); }
+
+void reset_allocator_locks_in_child() {
+    new (&state().lock) std::mutex();
+    block_cache().unlock_in_forked_child();
 }
 
 BlockCache &block_cache() {

@@ -50,6 +50,7 @@ public:
     std::vector<void *> make_room(size_t size);  // blocks given up for `size` more
     void made(void *p, size_t alignment);        // a new block, kept on free where it fits
     bool keep(void *p, size_t size);             // false: not kept (and forgotten)
+    void unlock_in_forked_child();               // (another thread may have held the lock)
 private:
     std::mutex lock_;
     std::multimap<std::pair<size_t, size_t>, void *> free_blocks_; // (size, alignment) -> block
@@ -58,6 +59,10 @@ private:
 };
 
 BlockCache &block_cache(); // one per process, never destroyed (as the engines)
+
+// In a child of fork(): the allocator's locks as new (onednn_thread.cpp's fork handler;
+// the parent's other threads, which may have held them, are not in the child).
+void reset_allocator_locks_in_child();
 
 AllocationStats allocation_stats();
 void reset_allocation_peak(); // the peak becomes the current

@@ -1,6 +1,7 @@
 // See onednn_thread.hpp.
 #include "onednn_thread.hpp"
 
+#include "allocator.hpp"
 #include "errors.hpp"
 #include "threads.hpp"
 
@@ -69,6 +70,7 @@ Worker *worker = nullptr;
 std::atomic<bool> forked {false}, used {false}, used_before_fork {false};
 
 void in_child_after_fork() {
+    reset_allocator_locks_in_child();
     used_before_fork = used.load() || used_before_fork.load();
     forked = true;
     new (&worker_lock) std::mutex(); // the parent's lock state means nothing here
