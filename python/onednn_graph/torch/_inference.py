@@ -568,8 +568,8 @@ def _in_graph(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -
     ``conv_transpose_inference``, or where gradients are recorded the composed ops. Dynamo
     guards every read of the trace and runs the guards on every call of the compiled frame,
     so the sources are read only where gradients may be recorded (the eager path's reads
-    put 421 guard lines where stock has 207 in EnCodec's ConvTranspose1d block: about 40
-    us a layer and call)."""
+    put 421 guard lines in EnCodec's ConvTranspose1d block's frame, this path 293, stock's
+    layer 207)."""
     if not (torch.is_grad_enabled() and _recorded(input, _sources(layer, epilogue))):
         if _kernel_choice.plain_in_graph(_torch_in_graph(layer, input, epilogue)):  # torch's convolution
             y = _layer.torch_nn(layer, input, *_layer.weight_and_bias(layer))
