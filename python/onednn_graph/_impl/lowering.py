@@ -717,24 +717,22 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
     * ConvTranspose and ConvolutionBackwardData with a stride above 1, groups 1, f32,
       as one stride-1 Convolution with every output phase as channels (``subpixel_way``;
       its phases counted where each needs the fewest taps: ``subpixel_geometry``), on AMD
-      Zen 4 natively in NXC with at most 4 output channels from 8 MFLOP and 8 from 47
-      MFLOP, in NCX 3 from 8 and 4 from 32 MFLOP; capped at AVX2 in NXC 2 from 8 and 4
-      from 25 MFLOP, in NCX 2 from 8 and 4 from 134 MFLOP (``SUBPIXEL_CHANNELS``).
+      Zen 4 natively in NXC with at most 3 output channels from 8 MFLOP, 4 from 16 and 8
+      from 134, in NCX 3 from 8 and 4 from 32; capped at AVX2 in NXC 2 from 8 and 4 from
+      25 MFLOP, in NCX 2 from 8 and 4 from 134 (``SUBPIXEL_CHANNELS``).
       ``python benchmarks/subpixel_channels.py`` (k4s2 2-D with 64, 256 and 512 input
       channels at batch 1-16, 3-D k4s2 with 16-32, 1-D k8s4 with 128; 1-12 output
-      channels; docs/benchmarks/zen4-subpixel.md): natively, NXC, 1-4 channels took
-      0.33-0.85x the native op's time on all 40 shapes (2-256 MFLOP), 6-8 channels
-      0.58-0.94x from 47 MFLOP and 1.13-1.53x below; NCX 1-3 channels from 8 MFLOP
-      0.39-0.80x, 4 from 32 MFLOP 0.47-0.93x (1.13-1.18x at 8 MFLOP), 6 and more 0.73-2.4x.
-      Capped at AVX2, NXC: 1-2 channels from 8 MFLOP 0.38-0.76x, 3-4 from 25 MFLOP
-      0.47-0.92x (1.07-1.22x at 6-16), 6 0.68-1.16x, 8 1.08-2.04x; NCX: 1-2 from 8 MFLOP
-      0.41-0.85x, 3-4 0.68-0.91x from 134 MFLOP, 0.83-1.23x below. The same rows for
-      ConvolutionBackwardData natively within 0.06 of these. Before the fewest taps
-      (three taps per axis at k4s2p1 where two hold every product), 3-4 channels lost
-      capped at AVX2 with 256-512 input channels (1.08-1.34x) and more than 4 nowhere
-      won. In a converted torch layer at batch 1 (``benchmarks/kernel_choice.py``, k2-k4
-      s2, 16 and 64 input channels) it lost below 8 MFLOP (1-5 MFLOP: up to 1.8x the
-      native op's time, the per-call gathering of the weights).
+      channels; docs/benchmarks/zen4-subpixel.md): every shape the rule takes ran 0.24-0.93x
+      the native op's time natively (ConvTranspose, 61 shapes; ConvolutionBackwardData
+      0.33-0.99x) and 0.37-0.99x capped at AVX2 (43). Left: natively NXC 6-8 channels
+      under 134 MFLOP (0.67-1.54x, mixed by shape), NCX 4 under 32 MFLOP (0.87-1.20x) and
+      6 or more (0.76-2.42x); capped at AVX2 NXC 3-4 under 25 MFLOP (0.89-1.33x), 6-8
+      (0.67-1.99x), NCX 3-4 under 134 MFLOP (0.81-1.54x). Before the fewest taps (three
+      per axis at k4s2p1 where two hold every product), 3-4 channels lost capped at AVX2
+      with 256-512 input channels (1.08-1.34x) and more than 4 nowhere won. In a converted
+      torch layer at batch 1 (``benchmarks/kernel_choice.py``, k2-k4 s2, 16 and 64 input
+      channels) it lost below 8 MFLOP (1-5 MFLOP: up to 1.8x the native op's time, the
+      per-call gathering of the weights).
     * ConvTranspose and ConvolutionBackwardData with groups 1, f32, whose output channels
       are 1-4 over a multiple of 16 on AMD Zen 4 natively (either data format), 1-2 over a
       multiple of 8 capped at AVX2 (NXC), where the rest alone would run in the sub-pixel
