@@ -111,6 +111,13 @@ def test_a_few_channel_last_layer_runs_as_one_subpixel_convolution(channels_last
         packed = _inference._packed[id(last)][1]
         if (lowering.LINKED, lowering.HOST_ISA) in lowering.SUBPIXEL_CHANNELS:
             assert isinstance(packed.fused, _subpixel.SubpixelCall)
+            # report() names it as compile_op does the same problem
+            w = last.weight.detach().numpy()
+            fmt = "NXC" if channels_last else "NCX"
+            src = x.permute(0, 2, 3, 1).numpy() if channels_last else x.numpy()
+            expected = og.compile_op("ConvTranspose", src=src, weights=w, strides=(2, 2), pads_begin=(1, 1),
+                                     pads_end=(1, 1), data_format=fmt, weights_format="IOX").lowering
+            assert {r.path: r.why for r in ot.report(model)}["3"].endswith(f"packed inference: {expected}")
     with torch.no_grad():
         for m in (last, stock[3]):
             m.weight.mul_(-0.5)

@@ -368,15 +368,16 @@ def _standing(meta: tuple) -> np.ndarray:
 def lowering_of(op: Any, way: _lowering.NativeOp) -> str:
     """How the call runs (``Operation.lowering``): `way`'s rewrite, the f32 chain, and
     the batch in parts (``_impl.batch_parts``)."""
-    rows = getattr(op, "rows", 0)
-    parts = f", {rows} sample{'s' if rows > 1 else ''} at a time" if rows else ""
+    chain = []
     if isinstance(op, _as_f32.ChainOp):
-        steps = [f"in f32 between TypeCasts ({op.reason}), {_casts.describe(op.chain.converters)}"] \
+        chain += [f"in f32 between TypeCasts ({op.reason}), {_casts.describe(op.chain.converters)}"] \
             if op.runs_in_f32 else []
-        steps += [op.chain.split.why] if op.chain.split else []
-        chain = ", ".join(steps) + parts
-        return chain if way.lowering == "native" else f"{way.lowering}, {chain}"
-    return way.lowering + parts
+        chain += [op.chain.split.why] if op.chain.split else []
+    rows = getattr(op, "rows", 0)
+    parts = [f"{rows} sample{'s' if rows > 1 else ''} at a time"] if rows else []
+    # (an f32 chain's steps say how the op runs: "native" is said only without them)
+    named = [] if way.lowering == "native" and chain else [way.lowering]
+    return ", ".join(named + chain + parts)
 
 
 def _tune(op: _compiled.CompiledOp, chosen: _lowering.NativeOp, plan: shapes.Plan,

@@ -311,8 +311,12 @@ def _activation_apart(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epi
     21-31 rounds): the registered op with the ReLU fused took 1.02-1.04x this form's time
     (converted compiled 1.03-1.04x stock compiled with it, 1.00-1.01x with this); in bf16
     autocast the op was the faster (0.97x), so it stays there."""
-    return epilogue.bn is None and epilogue.act is not None and input.dtype == torch.float32 \
-        and not torch.is_autocast_enabled("cpu") and tuple(layer.kernel_size) == tuple(layer.stride)
+    return _apart_in_f32(layer, epilogue) and input.dtype == torch.float32 and not torch.is_autocast_enabled("cpu")
+
+
+def _apart_in_f32(layer: torch.nn.Module, epilogue: Epilogue) -> bool:
+    """Whether ``_activation_apart`` holds for `layer`'s float32 calls."""
+    return epilogue.bn is None and epilogue.act is not None and tuple(layer.kernel_size) == tuple(layer.stride)
 
 
 def describe(layer: torch.nn.Module) -> str:
@@ -335,7 +339,7 @@ def describe(layer: torch.nn.Module) -> str:
         done.append("its result channels-last for the next layer")
     if _kernel_choice.plain_in_graph(_plain(epilogue)):
         done.append("under torch.compile torch's convolution (nothing to fold or fuse)")
-    elif epilogue.bn is None and _kernel_choice.plain_in_graph(tuple(layer.kernel_size) == tuple(layer.stride)):
+    elif _kernel_choice.plain_in_graph(_apart_in_f32(layer, epilogue)):
         done.append("under torch.compile in float32 torch's convolution and the activation apart "
                     "(kernel == stride: measured faster there)")
     return "inference in eval: " + ", ".join(done) + training
@@ -920,7 +924,7 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
     op = _as_f32.ChainOp("ConvTranspose", native.attrs, name, [_compiled.meta(x)] + [_compiled.meta(a) for a in arrays],
                          (out_meta_shape, out_meta_strides), constants, threads=threads,
                          reason=reason, posts=posts, in_f32=in_f32)
-    return _Packed(**made, op=op, lowering=_call.lowering_of(op, native) or native.lowering)
+    return _Packed(**made, op=op, lowering=_call.lowering_of(op, native))
 
 
 def _fused_call(arrays: tuple, keywords: dict, posts: list) -> Any:
