@@ -9,10 +9,12 @@ Each output is the same sum of the op's products plus products with zero weights
 
 import itertools
 
+import numpy as np
 import pytest
 
 import onednn_graph as og
-from onednn_graph._impl import lowering as _lowering, plan as _plan, registry as _registry
+from onednn_graph._impl import (formed as _formed, lowering as _lowering, plan as _plan, registry as _registry,
+                                subpixel_form)
 from helpers import (FORMED_KINDS, assert_call_matches_reference, default_forms, formed_call,
                      formed_reproducer, geometries_matching_reference, random, strided_problem)
 
@@ -123,3 +125,30 @@ def test_reproducer_holds_the_convolution_and_replays_exactly(rng, kind):
     arrays, kw = strided_problem(rng, kind, "NXC", wfmt, 2, (4, 2, 1, 1, 0), o=3, bias=kind == CT)
     doc = formed_reproducer(kind, arrays, kw, _lowering.subpixel_way)
     assert [op["kind"] for op in doc["graph"]] == ["Convolution"]
+
+
+@pytest.mark.parametrize("s", [2, 3, 4])
+def test_row_blocks_cover_each_position_once(s):
+    # Output position x of the last axis is phase r of result position q, x = s*q + r -
+    # first: the blocks hold each x of [0, width) once, in order, from the (q, r) it is.
+    for first, width in itertools.product(range(s), range(1, 13)):
+        q = -(-(width + first) // s)  # the result's positions (``subpixel_geometry``)
+        placed = []
+        for q0, q1, r0, r1, x0 in subpixel_form.row_blocks(s, first, width, q):
+            assert q1 - q0 == 1 or (r0, r1) == (0, s)  # several positions only with every phase
+            placed += [(x0 + i, qq, r) for i, (qq, r) in enumerate(itertools.product(range(q0, q1), range(r0, r1)))]
+        assert placed == [(x, *divmod(x + first, s)) for x in range(width)], (first, width)
+
+
+@pytest.mark.parametrize("fmt", ["NCX", "NXC"])
+def test_place_is_the_definition(fmt):
+    # Strides 2 and 3, phase 0 at positions -1 and -2, outputs the strides do not divide;
+    # out[n, y, x, o] = result[n, qy, qx, (ry * 3 + rx) * O + o], (q, r) = divmod(position + first, s).
+    g = subpixel_form.Geometry(dict(strides=[2, 3], pads_begin=[1, 2]), (4, 5), (3, 3), (7, 8), 2, 1, 3)
+    result = np.arange(np.prod(g.result_shape), dtype=np.float32).reshape(g.result_shape)
+    out = np.full((2, 3, 7, 8) if fmt == "NCX" else (2, 7, 8, 3), -1, np.float32)
+    g.place(result, _formed.channels_last(out, fmt))
+    got = _formed.channels_last(out, fmt)
+    for n, y, x, o in itertools.product(range(2), range(7), range(8), range(3)):
+        (qy, ry), (qx, rx) = divmod(y + g.first[0], 2), divmod(x + g.first[1], 3)
+        assert got[n, y, x, o] == result[n, qy, qx, (ry * 3 + rx) * 3 + o]

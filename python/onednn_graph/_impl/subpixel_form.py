@@ -82,12 +82,17 @@ class Geometry:
     def place(self, result: np.ndarray, output: np.ndarray) -> None:
         """Copy the Convolution's `result` (``result_shape``) into `output`, a
         channels-last view (N, Y..., O): phase r of position q to position ``s*q + r -
-        first``, where that is in the output; one strided copy per phase."""
+        first``, where that is in the output. Along the last spatial axis, where the
+        output's rows lie, a position's phases are adjacent positions: they go together
+        (``row_blocks``), so each copy writes whole rows; along the others one strided copy
+        per phase. (DCGAN's last layer, 16 x 3 x 64 x 64 in NCX: 0.12 ms, where one copy
+        per phase, writing every second position of each row, took 1.0 ms.)"""
         rank = len(self.strides)
         n, *spatial, o = output.shape
         # result (N, Q..., phases..., O): its channels are phase-major
         shaped = result.reshape((n, *result.shape[1:1 + rank], *self.strides, o))
-        for phase in itertools.product(*[range(s) for s in self.strides]):
+        blocks = row_blocks(self.strides[-1], self.first[-1], spatial[-1], result.shape[rank])
+        for phase in itertools.product(*[range(s) for s in self.strides[:-1]]):
             source: list[Any] = [slice(None)]
             target: list[Any] = [slice(None)]
             for r, s, first, y in zip(phase, self.strides, self.first, spatial):
@@ -95,7 +100,31 @@ class Geometry:
                 q = (start + first - r) // s
                 source.append(slice(q, q + len(range(start, y, s))))
                 target.append(slice(start, y, s))
-            _core.cast(shaped[tuple(source + list(phase))], output[tuple(target)])
+            rows = shaped[tuple(source) + (slice(None),) + phase]  # (N, Y'..., Q, s, O)
+            out = output[tuple(target)]  # (N, Y'..., X, O)
+            for q0, q1, r0, r1, x0 in blocks:
+                span = out[..., x0:x0 + (q1 - q0) * (r1 - r0), :].view()
+                span.shape = span.shape[:-2] + (q1 - q0, r1 - r0, o)  # (a view: never a copy)
+                _core.cast(rows[..., q0:q1, r0:r1, :], span)
+
+
+def row_blocks(stride: int, first: int, width: int, q: int) -> list[tuple[int, int, int, int, int]]:
+    """The last axis of the sub-pixel copy as blocks (q0, q1, r0, r1, x0): positions q0 <=
+    q < q1 of the result, phases r0 <= r < r1 of each, to output positions x0 onwards
+    (``s*q + r - first``, in order). The positions whose every phase is in the output
+    (``0 <= s*q - first`` and ``s*q + s - 1 - first < width``) are one block; the first
+    and last positions, of which only some phases are, a block each. `q`: the result's
+    positions."""
+    full_from = -(-first // stride)
+    full_to = min((width + first) // stride, q)
+    blocks = [(full_from, full_to, 0, stride, stride * full_from - first)] if full_to > full_from else []
+    for p in sorted({0, full_to} - set(range(full_from, full_to))):
+        if p >= q:
+            continue
+        r0, r1 = max(0, first - stride * p), min(stride, width + first - stride * p)
+        if r1 > r0:
+            blocks.append((p, p + 1, r0, r1, stride * p + r0 - first))
+    return sorted(blocks, key=lambda block: block[4])
 
 
 def _geometry(attrs: dict[str, Any], inputs: Sequence[tuple], output: tuple) -> tuple[Geometry, Any]:
