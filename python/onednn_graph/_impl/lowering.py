@@ -621,7 +621,7 @@ SUBPIXEL_CHANNELS: dict[tuple[tuple[int, int], str], dict[str, tuple[tuple[int, 
     ((3, 2), "avx512_core_bf16"): {"NXC": ((3, 1 << 23), (4, 1 << 24), (8, 1 << 27)),
                                    "NCX": ((3, 1 << 23), (4, 1 << 25))},
     ((3, 2), "avx2"): {"NXC": ((2, 1 << 23), (4, 3 << 23)),
-                       "NCX": ((2, 1 << 23), (4, 1 << 27))}}
+                       "NCX": ((2, 1 << 23), (4, 7 << 23))}}
 #: (oneDNN version, ISA) -> (the output channels a vector of oneDNN's strided kernels holds
 #: in f32: 16 with AVX-512, 8 with AVX2; the data formats; the most channels over a
 #: multiple of it) where a ConvTranspose / ConvolutionBackwardData (groups 1) with that few
@@ -719,15 +719,20 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       its phases counted where each needs the fewest taps: ``subpixel_geometry``), on AMD
       Zen 4 natively in NXC with at most 3 output channels from 8 MFLOP, 4 from 16 and 8
       from 134, in NCX 3 from 8 and 4 from 32; capped at AVX2 in NXC 2 from 8 and 4 from
-      25 MFLOP, in NCX 2 from 8 and 4 from 134 (``SUBPIXEL_CHANNELS``).
+      25 MFLOP, in NCX 2 from 8 and 4 from 59 (``SUBPIXEL_CHANNELS``).
       ``python benchmarks/subpixel_channels.py`` (k4s2 2-D with 64, 256 and 512 input
       channels at batch 1-16, 3-D k4s2 with 16-32, 1-D k8s4 with 128; 1-12 output
-      channels; docs/benchmarks/zen4-subpixel.md): every shape the rule takes ran 0.24-0.93x
-      the native op's time natively (ConvTranspose, 61 shapes; ConvolutionBackwardData
-      0.33-0.99x) and 0.37-0.99x capped at AVX2 (43). Left: natively NXC 6-8 channels
+      channels; docs/benchmarks/zen4-subpixel.md, since the copy writes whole rows): every
+      shape the rule takes ran 0.22-0.76x the native op's time natively (ConvTranspose, 61
+      shapes; ConvolutionBackwardData 0.24-1.00x) and 0.21-1.18x capped at AVX2 (47; over
+      1.00 only NXC 3-4 channels with 512 input channels at 36-48 MFLOP, 0.86-1.18x by run
+      as the native op's time moves). Left: natively NXC 6-8 channels
       under 134 MFLOP (0.67-1.54x, mixed by shape), NCX 4 under 32 MFLOP (0.87-1.20x) and
-      6 or more (0.76-2.42x); capped at AVX2 NXC 3-4 under 25 MFLOP (0.89-1.33x), 6-8
-      (0.67-1.99x), NCX 3-4 under 134 MFLOP (0.81-1.54x). Before the fewest taps (three
+      6 or more; capped at AVX2 NXC 3-4 under 25 MFLOP (0.89-1.33x), 6-8 (0.67-1.99x), NCX
+      3-4 under 59 MFLOP (512 input channels at 36-48 MFLOP: 1.07-1.18x). Since the copy
+      writes whole rows (``subpixel_form.row_blocks``), NCX 6 channels ran 0.66-1.01x from
+      90 MFLOP natively and 8 channels 0.68-1.05x to 382 MFLOP but 1.10-1.30x at 512 (3-D),
+      over five runs of the two ops: not taken. Before the fewest taps (three
       per axis at k4s2p1 where two hold every product), 3-4 channels lost capped at AVX2
       with 256-512 input channels (1.08-1.34x) and more than 4 nowhere won. In a converted
       torch layer at batch 1 (``benchmarks/kernel_choice.py``, k2-k4 s2, 16 and 64 input
