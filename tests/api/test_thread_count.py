@@ -125,3 +125,35 @@ def test_a_thread_count_says_it_has_no_effect_where_oneDNN_is_not_openmp(rng):
     got = op(x, w)
     want = og.reference.conv_transpose(x, w, strides=2)
     assert abs(got - want).max() <= 1e-5 * max(1.0, abs(want).max())
+
+
+@openmp_only
+@pytest.mark.parametrize("way_of,geometry,fmt", [
+    ("subpixel_way", (4, 2, 1, 1, 0), "NXC"),  # the phases copied into place
+    ("matmul_way", (2, 2, 0, 0, 0), "NCX"),    # the big tensor rearranged from the product
+    ("packed_way", (3, 1, 1, 1, 0), "NCX"),    # the packed positions copied out
+])
+def test_a_forms_copies_run_on_its_thread_count(rng, monkeypatch, way_of, geometry, fmt):
+    """A formulation's own copies run on at most the thread count its Convolution or
+    MatMul was compiled for (one here, as on a busy machine the load-aware count): a copy
+    on every thread waits for the threads other processes hold. Truth: the count each
+    copy was handed, and the reference."""
+    import dataclasses
+
+    import numpy as np
+    from onednn_graph._impl import call as _call, lowering as _lowering
+    from helpers import assert_call_matches_reference, plan_call, strided_problem
+
+    arrays, kw = strided_problem(rng, "ConvTranspose", fmt, "IOX", 2, geometry, c=16, o=3,
+                                 spatial=(12, 12))
+    cp = plan_call("ConvTranspose", ("src", "weights"), arrays, dict(kw))
+    way = getattr(_lowering, way_of)(cp.plan, cp.input_shapes, cp.native)
+    assert way is not None
+    prepared = _call.prepare(dataclasses.replace(cp, way=way), arrays, threads=1)
+    counts, cast = [], _core.cast
+    monkeypatch.setattr(_core, "cast", lambda src, dst, threads=0, *a: (counts.append(threads),
+                                                                         cast(src, dst, threads, *a)))
+    out = np.full(cp.result_shape, np.nan, np.float32)
+    prepared.run(list(arrays), out)
+    assert counts and set(counts) == {1}, counts
+    assert_call_matches_reference("ConvTranspose", arrays, kw, out, "f32")

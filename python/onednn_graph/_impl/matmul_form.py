@@ -147,13 +147,13 @@ class Operand:
         """The (shape, strides) handed to the MatMul (transposed where it reads W^T or A^T)."""
         return _transposed(self.matrix) if self.transpose else self.matrix
 
-    def matrix_of(self, array: np.ndarray, scratch: Optional[np.ndarray]) -> np.ndarray:
+    def matrix_of(self, array: np.ndarray, scratch: Optional[np.ndarray], threads: int) -> np.ndarray:
         """The matrix oneDNN reads of the caller's input `array`: a view, or `scratch`
-        (dense f32 of the matrix's shape) filled from it."""
+        (dense f32 of the matrix's shape) filled from it on at most `threads` threads."""
         if self.direct:
             return _formed.view(array, list(zip(*self.taken)))
         assert scratch is not None
-        _core.cast(_formed.view(array, self.axes), _formed.view(scratch, self.scratch_axes))
+        _core.cast(_formed.view(array, self.axes), _formed.view(scratch, self.scratch_axes), threads)
         return _formed.view(scratch, list(zip(*self.taken)))
 
 
@@ -233,7 +233,8 @@ class MatMulForm(_formed.Formed):
         return tiled
 
     def _run(self, inputs: Sequence[np.ndarray], output: np.ndarray, scratch: list[Any]) -> None:
-        matrices = [o.matrix_of(inputs[i], s) for o, i, s in zip(self.operands, self.reads, scratch)]
+        matrices = [o.matrix_of(inputs[i], s, self.threads)
+                    for o, i, s in zip(self.operands, self.reads, scratch)]
         if self.bias is not None:
             matrices.append(self._tiled_bias(inputs[2]))
         r = self.result
@@ -243,4 +244,4 @@ class MatMulForm(_formed.Formed):
         result = scratch[-1]
         assert result is not None
         self.inner.execute(matrices, result)
-        _core.cast(_formed.view(result, r.scratch_axes), _formed.view(output, r.axes))
+        _core.cast(_formed.view(result, r.scratch_axes), _formed.view(output, r.axes), self.threads)

@@ -100,4 +100,4 @@ class PackedForm(_formed.Formed):
         r, o = self.positions, shape[-1]
         blocks = list(zip(shape[:-2], strides[:-2])) + [
             (shape[-2] // r, strides[-2] * r), (r, strides[-2]), (o, strides[-1])]
-        _core.cast(result.reshape([e for e, _ in blocks]), _formed.view(output, blocks))
+        _core.cast(result.reshape([e for e, _ in blocks]), _formed.view(output, blocks), self.threads)

@@ -79,14 +79,17 @@ class Geometry:
         """The op's bias for each phase's channels."""
         return np.tile(bias, self.phases)
 
-    def place(self, result: np.ndarray, output: np.ndarray) -> None:
+    def place(self, result: np.ndarray, output: np.ndarray, threads: int = 0) -> None:
         """Copy the Convolution's `result` (``result_shape``) into `output`, a
         channels-last view (N, Y..., O): phase r of position q to position ``s*q + r -
         first``, where that is in the output. Along the last spatial axis, where the
         output's rows lie, a position's phases are adjacent positions: they go together
         (``row_blocks``), so each copy writes whole rows; along the others one strided copy
         per phase. (DCGAN's last layer, 16 x 3 x 64 x 64 in NCX: 0.12 ms, where one copy
-        per phase, writing every second position of each row, took 1.0 ms.)"""
+        per phase, writing every second position of each row, took 1.0 ms.) On at most
+        `threads` threads (0: all), the count the Convolution was compiled for: on a busy
+        machine the load-aware count (``_compiled.busy_threads``), where a copy on every
+        thread waits for the ones other processes hold."""
         rank = len(self.strides)
         n, *spatial, o = output.shape
         # result (N, Q..., phases..., O): its channels are phase-major
@@ -102,10 +105,12 @@ class Geometry:
                 target.append(slice(start, y, s))
             rows = shaped[tuple(source) + (slice(None),) + phase]  # (N, Y'..., Q, s, O)
             out = output[tuple(target)]  # (N, Y'..., X, O)
-            for q0, q1, r0, r1, x0 in blocks:
-                span = out[..., x0:x0 + (q1 - q0) * (r1 - r0), :].view()
-                span.shape = span.shape[:-2] + (q1 - q0, r1 - r0, o)  # (a view: never a copy)
-                _core.cast(rows[..., q0:q1, r0:r1, :], span)
+            steps = [step // out.itemsize for step in out.strides]
+            outer = list(zip(out.shape[:-2], steps[:-2]))
+            for q0, q1, r0, r1, x0 in blocks:  # (positions x0... as (q, r): r adjacent)
+                span = _formed.view(out[..., x0:, :], outer + [(q1 - q0, (r1 - r0) * steps[-2]),
+                                                             (r1 - r0, steps[-2]), (o, steps[-1])])
+                _core.cast(rows[..., q0:q1, r0:r1, :], span, threads)
 
 
 def row_blocks(stride: int, first: int, width: int, q: int) -> list[tuple[int, int, int, int, int]]:
@@ -170,4 +175,4 @@ class SubpixelForm(_formed.Formed):
         if self.bias:
             args.append(g.bias(inputs[2]))
         self.inner.execute(args, scratch[0])
-        g.place(scratch[0], _formed.channels_last(output, self.fmt))
+        g.place(scratch[0], _formed.channels_last(output, self.fmt), self.threads)

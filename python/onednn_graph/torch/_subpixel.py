@@ -47,7 +47,7 @@ class SubpixelCall:
         result = np.empty(self.geometry.result_shape, self.numpy_dtype)
         if self.direct is None or self.direct.run(_compiled.stream(), (x,) + self.arrays, result) is None:
             self.op.execute((x,) + self.arrays, result)
-        self.geometry.place(result, _formed.channels_last(target, self.fmt))
+        self.geometry.place(result, _formed.channels_last(target, self.fmt), self.op.threads)
 
 
 def __dir__() -> list[str]:
