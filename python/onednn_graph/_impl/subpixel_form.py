@@ -85,8 +85,8 @@ class Geometry:
         first``, where that is in the output. Along the last spatial axis, where the
         output's rows lie, a position's phases are adjacent positions: they go together
         (``row_blocks``), so each copy writes whole rows; along the others one strided copy
-        per phase. (DCGAN's last layer, 16 x 3 x 64 x 64 in NCX: 0.12 ms, where one copy
-        per phase, writing every second position of each row, took 1.0 ms.) On at most
+        per phase. (DCGAN's last layer, 16 x 3 x 64 x 64 in NCX: 0.18-0.19 ms, where one
+        copy per phase, writing every second position of each row, took 1.03 ms.) On at most
         `threads` threads (0: all), the count the Convolution was compiled for: on a busy
         machine the load-aware count (``_compiled.busy_threads``), where a copy on every
         thread waits for the ones other processes hold."""
