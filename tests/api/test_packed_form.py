@@ -157,3 +157,16 @@ def test_reproducer_holds_the_convolution_and_replays_exactly(rng, kind, fmt):
     assert op["kind"] == "Convolution" and op["attrs"]["strides"]["value"][-1] == \
         prepared.op.positions
     assert _runner.run(og.load_graph(doc), exact=True).passed
+
+
+@pytest.mark.parametrize("fmt", ["NXC", "NCX"])
+@pytest.mark.parametrize("size,chosen", [(16, False), (32, True)])
+def test_one_packed_row_is_not_the_default(rng, fmt, size, chosen):
+    # 1 channel, 3-D, kernel 3: 16 positions packed, so 16^3 leaves one row per output row
+    # (1.48-1.74x the native time in a sweep on Zen 4), 32^3 two (0.79-0.82x).
+    arrays, kw = _problem(rng, CT, fmt, "IOX", 3, 3, (1, 1), 1, batch=8, spatial=(size,) * 3)  # 7-57 MFLOP
+    cp = _plan.plan_call(CT, input_names(CT)[:len(arrays)], arrays, dict(kw))
+    way = _lowering.preferred(cp.plan, cp.input_shapes, cp.native, "f32", isa="avx512_core_bf16",
+                              flops=cp.size.flops, version=(3, 2))
+    assert (_lowering.formed(way) == "packed") == chosen, way.lowering
+    assert _lowering.packed_way(cp.plan, cp.input_shapes, cp.native) is not None  # tuning still tries it

@@ -606,6 +606,11 @@ PACKED_BY_DEFAULT: dict[tuple[tuple[int, int], str], dict[str, tuple[str, ...]]]
                                    "NCX": (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA)},
     ((3, 2), "avx2"): {"NXC": (_registry.CONV_TRANSPOSE,)}}
 PACKED_NCX_CHANNELS = 4
+#: The packed form by default only where its Convolution's last output axis has at least
+#: this many positions (the op's last output extent over the positions packed): with one,
+#: 3-D 1-channel problems of 16^3 took 1.48-1.74x the native time in either format
+#: (6-12 MFLOP; ``preferred``).
+PACKED_ROWS_FROM = 2
 #: (oneDNN version, ISA) pairs where a depthwise (one channel per group in and out)
 #: channels-last ConvTranspose / ConvolutionBackwardData with a stride above 1 runs in
 #: f32 as one stride-1 Convolution per output phase (``polyphase_way``): AMD Zen 4
@@ -707,6 +712,13 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       whose native kernel is already the forward convolution's, took 0.65-1.35x
       (``PACKED_BY_DEFAULT``). oneDNN's own conv_bwd_d_3d.json problem (32 -> 3
       channels, 3x3x3) took 70 ms against 120 ms natively in NXC, 151 against 204 in NCX.
+      Not where the last output axis holds fewer than two packed rows
+      (``PACKED_ROWS_FROM``): a later sweep (ConvTranspose with bias, 1-3 channels, kernel
+      3, Zen 4, 9 interleaved rounds) had 1 -> 16^3 at batch 1-2 (6-12 MFLOP, 16 positions
+      packed, one row) at 1.48-1.74x in both formats, where 32^3 (two rows) took 0.79-0.82x
+      and 3 channels at 16^3 (4 positions) 0.55-0.79x. It also had 2-D NCX 32 x 32 with 1-3
+      channels at 1.0-1.3x (2-27 MFLOP; 64 x 64: 0.50-0.88x) and NXC with 64 input
+      channels and 3 output 1.11-1.19x: mixed by shape, left to ``tune=True``.
     * Depthwise ConvTranspose and ConvolutionBackwardData with a stride above 1, NXC,
       f32, from 1 MFLOP, as one stride-1 Convolution per output phase
       (``polyphase_way``) on AMD Zen 4 (``POLYPHASE_DEPTHWISE``): 0.70-0.95x the
@@ -810,7 +822,8 @@ def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
             and (a.data_format == "NXC" or ncx_fits):
         packed = packed_way(plan, input_shapes, chosen,
                             f"faster on oneDNN {version[0]}.{version[1]} for few output channels on {isa}")
-        if packed is not None:
+        last = shapes.data_spatial(a.data_format, plan.output_shape)[-1]
+        if packed is not None and last >= PACKED_ROWS_FROM * packed.attrs["positions"]:
             return packed
     depthwise = a.groups > 1 and channels == a.groups and \
         shapes.data_channels(a.data_format, input_shapes[0]) == a.groups
