@@ -63,10 +63,17 @@ Owners &owners() {
     return *o;
 }
 
-void free_made(void *p) { // a block the package made, in its context
+// Frees `p` in the context the package made it in, or in `context` where the package
+// did not make it.
+void free_in_own_context(void *p, const sycl::context &context) {
     Owners &o = owners();
     std::unique_lock<std::mutex> guard(o.lock);
     auto owner = o.of.find(p);
+    if (owner == o.of.end()) {
+        guard.unlock();
+        sycl::free(p, context);
+        return;
+    }
     const sycl::context made_in = owner->second;
     o.of.erase(owner);
     guard.unlock();
@@ -81,7 +88,8 @@ void *allocate(size_t size, size_t alignment, const void *device, const void *co
         count_allocation(p, size, false);
         return p;
     }
-    for (void *old : c.make_room(size)) free_made(old); // (made room now, where the execution allocates)
+    for (void *old : c.make_room(size)) // (made room now, where the execution allocates)
+        free_in_own_context(old, *static_cast<const sycl::context *>(context));
     void *p = sycl::aligned_alloc_device(alignment, size, *static_cast<const sycl::device *>(device),
             *static_cast<const sycl::context *>(context));
     if (!p) return nullptr;
@@ -101,14 +109,7 @@ void deallocate(void *p, const void *, const void *context, void *event) {
     // before that kernel ends would hand its memory to another execution.
     if (event) static_cast<sycl::event *>(event)->wait();
     if (block_cache().keep(p, count_deallocation(p))) return;
-    bool made;
-    {
-        Owners &o = owners();
-        std::lock_guard<std::mutex> guard(o.lock);
-        made = o.of.count(p) > 0;
-    }
-    if (made) free_made(p);
-    else sycl::free(p, *static_cast<const sycl::context *>(context));
+    free_in_own_context(p, *static_cast<const sycl::context *>(context));
 }
 
 } // namespace

@@ -822,8 +822,8 @@ def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
             and (a.data_format == "NXC" or ncx_fits):
         packed = packed_way(plan, input_shapes, chosen,
                             f"faster on oneDNN {version[0]}.{version[1]} for few output channels on {isa}")
-        last = shapes.data_spatial(a.data_format, plan.output_shape)[-1]
-        if packed is not None and last >= PACKED_ROWS_FROM * packed.attrs["positions"]:
+        if packed is not None and shapes.data_spatial(a.data_format, plan.output_shape)[-1] \
+                >= PACKED_ROWS_FROM * packed.attrs["positions"]:
             return packed
     depthwise = a.groups > 1 and channels == a.groups and \
         shapes.data_channels(a.data_format, input_shapes[0]) == a.groups

@@ -62,6 +62,8 @@ class Geometry:
                           groups=1, data_format="NXC", weights_format="OIX")
         self.weights_shape = (self.phases * channels, in_channels, *[len(t[0]) for t in self.taps])
         self.result_shape = (batch, *[g[3] for g in per_axis], self.phases * channels)  # type: ignore[index]
+        # the last axis's copy blocks (``place``), the same on every call
+        self.row_blocks = row_blocks(self.strides[-1], self.first[-1], big[-1], self.result_shape[-2])
 
     def weights(self, canonical: np.ndarray) -> np.ndarray:
         """The Convolution's weights from the op's as (C, O, k...): output channel
@@ -94,7 +96,6 @@ class Geometry:
         n, *spatial, o = output.shape
         # result (N, Q..., phases..., O): its channels are phase-major
         shaped = result.reshape((n, *result.shape[1:1 + rank], *self.strides, o))
-        blocks = row_blocks(self.strides[-1], self.first[-1], spatial[-1], result.shape[rank])
         for phase in itertools.product(*[range(s) for s in self.strides[:-1]]):
             source: list[Any] = [slice(None)]
             target: list[Any] = [slice(None)]
@@ -107,7 +108,7 @@ class Geometry:
             out = output[tuple(target)]  # (N, Y'..., X, O)
             steps = [step // out.itemsize for step in out.strides]
             outer = list(zip(out.shape[:-2], steps[:-2]))
-            for q0, q1, r0, r1, x0 in blocks:  # (positions x0... as (q, r): r adjacent)
+            for q0, q1, r0, r1, x0 in self.row_blocks:  # (positions x0... as (q, r): r adjacent)
                 span = _formed.view(out[..., x0:, :], outer + [(q1 - q0, (r1 - r0) * steps[-2]),
                                                              (r1 - r0, steps[-2]), (o, steps[-1])])
                 _core.cast(rows[..., q0:q1, r0:r1, :], span, threads)
@@ -123,8 +124,8 @@ def row_blocks(stride: int, first: int, width: int, q: int) -> list[tuple[int, i
     full_from = -(-first // stride)
     full_to = min((width + first) // stride, q)
     blocks = [(full_from, full_to, 0, stride, stride * full_from - first)] if full_to > full_from else []
-    for p in sorted({0, full_to} - set(range(full_from, full_to))):
-        if p >= q:
+    for p in sorted({0, full_to}):  # (the first and the last position, where partial)
+        if full_from <= p < full_to or p >= q:
             continue
         r0, r1 = max(0, first - stride * p), min(stride, width + first - stride * p)
         if r1 > r0:
