@@ -78,7 +78,7 @@ constexpr int64_t short_row = 16;
 // rows), then merged from the inside out where the outer axis steps exactly over
 // the inner one's extent in both arrays.
 void plan_walk(CastJob &job, const py::array &s, const py::array &d, const std::string &who) {
-    job.tile = false;
+    job.tile = job.transpose = false;
     const auto c_order = py::array::c_style;
     if ((s.flags() & c_order) && (d.flags() & c_order)) { // the usual case: one row
         job.axes = 1;
@@ -121,6 +121,11 @@ void plan_walk(CastJob &job, const py::array &s, const py::array &d, const std::
         // strided or short in the source (a depth-to-space: each row a few phases).
         job.tile = inner.dst_stride == to && outer.dst_stride == inner.extent * to
                 && inner.extent <= gather_elements && (inner.src_stride != from || inner.extent < short_row);
+        job.transpose = job.pair == CastPair::f32_to_f32 && outer.src_stride == 4 && inner.dst_stride == 4
+                && outer.extent >= transpose_block_size && inner.extent >= transpose_block_size
+                && inner.src_stride > 0 && inner.src_stride % 4 == 0 && outer.dst_stride > 0
+                && outer.dst_stride % 4 == 0;
+        if (job.transpose) job.tile = false;
     }
 }
 
@@ -211,8 +216,49 @@ void cast_job(CastJob &job, CastPair pair, py::handle src, py::handle dst, const
     job.dst = static_cast<char *>(d.mutable_data());
 }
 
+namespace {
+
+// A transposing copy (CastJob::transpose): one task per outer row and block of the
+// outer swapped axis, each copying its blocks along the whole inner axis.
+void run_transpose(const CastJob &job, int threads, CastPath path) {
+    const TransposeBlock block = transpose_block(path);
+    const CastAxis &a = job.axis[job.axes - 2], &b = job.axis[job.axes - 1];
+    const int depth = job.axes - 2;
+    constexpr int64_t size = transpose_block_size;
+    const int64_t a_blocks = (a.extent + size - 1) / size;
+    const int64_t tasks = job.total / (a.extent * b.extent) * a_blocks;
+    auto work = [&](int i, int n) {
+        for (int64_t t = tasks * i / n, last = tasks * (i + 1) / n; t < last; ++t) {
+            int64_t r = t / a_blocks, src_off = 0, dst_off = 0;
+            for (int k = depth; k-- > 0;) {
+                src_off += r % job.axis[k].extent * job.axis[k].src_stride;
+                dst_off += r % job.axis[k].extent * job.axis[k].dst_stride;
+                r /= job.axis[k].extent;
+            }
+            const int64_t i0 = t % a_blocks * size;
+            const int rows = static_cast<int>(std::min(size, a.extent - i0));
+            const auto *src = reinterpret_cast<const float *>(job.src + src_off) + i0;
+            auto *dst = reinterpret_cast<float *>(job.dst + dst_off + i0 * a.dst_stride);
+            for (int64_t j0 = 0; j0 < b.extent; j0 += size)
+                block(src + j0 * (b.src_stride / 4), b.src_stride / 4, dst + j0, a.dst_stride / 4, rows,
+                        static_cast<int>(std::min(size, b.extent - j0)));
+        }
+    };
+    if (job.total < parallel_from) {
+        work(0, 1);
+        return;
+    }
+    parallel(threads, work);
+}
+
+} // namespace
+
 void run_cast(const CastJob &job, int threads, CastPath path) {
     if (job.total == 0) return;
+    if (job.transpose) {
+        run_transpose(job, threads, path);
+        return;
+    }
     const PairInfo &p = info(job.pair);
     const CastRow row = cast_row(job.pair, path);
     const CastAxis &inner = job.axis[job.axes - 1];

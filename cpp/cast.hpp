@@ -36,6 +36,10 @@ struct CastJob {
     // own strides (a depth-to-space: kernel positions or output phases of a row).
     // Converted as one gathered row, not as rows of the inner axis's few elements.
     bool tile = false;
+    // The last two axes swap between the arrays (f32 only): the outer one is dense in the
+    // source, the inner one in the destination, both long: an NCX <-> NXC rearrangement,
+    // copied a square block at a time (transpose_block), not gathered element by element.
+    bool transpose = false;
 };
 
 // Checks `src` and `dst` for a conversion of `pair` and describes it: both numpy

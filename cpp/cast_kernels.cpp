@@ -229,7 +229,54 @@ ONEDNN_GRAPH_AVX512 void avx512_f32_to_f16(const void *src, void *dst, size_t n)
     portable_f32_to_f16(s + i, d + i, n - i);
 }
 
+void portable_transpose_block(const float *src, int64_t src_row, float *dst, int64_t dst_row, int rows, int cols) {
+    for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j) dst[i * dst_row + j] = src[j * src_row + i];
+}
+
+#define ONEDNN_GRAPH_LO64(a, b) _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+#define ONEDNN_GRAPH_HI64(a, b) _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+
+// Sixteen rows of sixteen in four steps of shuffles (which move bits, never values as
+// numbers): pairs of 32-bit elements, pairs of 64-bit ones, then 128-bit lanes twice.
+ONEDNN_GRAPH_AVX512 void avx512_transpose_block(const float *src, int64_t src_row, float *dst, int64_t dst_row,
+        int rows, int cols) {
+    if (rows != 16 || cols != 16) {
+        portable_transpose_block(src, src_row, dst, dst_row, rows, cols);
+        return;
+    }
+    __m512 r[16], t[16];
+    for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(src + j * src_row);
+    for (int j = 0; j < 8; ++j) {
+        t[2 * j] = _mm512_unpacklo_ps(r[2 * j], r[2 * j + 1]);
+        t[2 * j + 1] = _mm512_unpackhi_ps(r[2 * j], r[2 * j + 1]);
+    }
+    for (int j = 0; j < 4; ++j) {
+        r[4 * j] = ONEDNN_GRAPH_LO64(t[4 * j], t[4 * j + 2]);
+        r[4 * j + 1] = ONEDNN_GRAPH_HI64(t[4 * j], t[4 * j + 2]);
+        r[4 * j + 2] = ONEDNN_GRAPH_LO64(t[4 * j + 1], t[4 * j + 3]);
+        r[4 * j + 3] = ONEDNN_GRAPH_HI64(t[4 * j + 1], t[4 * j + 3]);
+    }
+    for (int h = 0; h < 2; ++h)
+        for (int j = 0; j < 4; ++j) {
+            t[8 * h + j] = _mm512_shuffle_f32x4(r[8 * h + j], r[8 * h + 4 + j], 0x88);
+            t[8 * h + 4 + j] = _mm512_shuffle_f32x4(r[8 * h + j], r[8 * h + 4 + j], 0xdd);
+        }
+    for (int j = 0; j < 8; ++j) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+    }
+    for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * dst_row, r[i]);
+}
+
+#undef ONEDNN_GRAPH_LO64
+#undef ONEDNN_GRAPH_HI64
+
 } // namespace
+
+TransposeBlock transpose_block(CastPath path) {
+    return path == CastPath::avx512 ? avx512_transpose_block : portable_transpose_block;
+}
 
 bool cast_path_available(CastPath path) {
     __builtin_cpu_init();

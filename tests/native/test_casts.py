@@ -176,6 +176,33 @@ def test_phases_into_place(rng, path, dtype, layout, channels, strides):
                                   _bits(want) if dtype != "f32" else want)
 
 
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("shape", [(2, 16, 4, 4), (3, 17, 5, 7), (2, 33, 19, 21), (32, 256, 14, 14),
+                                   (1, 40, 3, 5, 7), (4, 300, 1, 1)])
+def test_ncx_nxc_transposes_copy_every_bit(rng, path, shape):
+    """f32 between NCX and NXC memory (the torch layer's channels-last copies,
+    python/onednn_graph/torch/_via_nxc.py) swaps the walk's last two axes: copied in
+    square blocks (CastJob::transpose; AVX-512 transposes whole 16 x 16 blocks in
+    registers), with edge blocks where 16 divides neither extent, both ways, 2-D and 3-D,
+    from one block to a Mask R-CNN head's input (threaded), and the plain walk where a
+    swapped axis is shorter than a block. The data are arbitrary f32 bit patterns, NaN
+    payloads and signalling NaNs among them (a copy moves bits, never values). Truth:
+    NumPy's transposing copy, bit for bit."""
+    ncx = rng.integers(0, 1 << 32, shape, dtype=np.uint32).view(np.float32)
+    to_nxc = tuple([0] + list(range(2, len(shape))) + [1])
+    nxc = np.empty(tuple(shape[a] for a in to_nxc), np.float32)
+    _core.cast(ncx, nxc.transpose(np.argsort(to_nxc)), path=path)
+    np.testing.assert_array_equal(_bits(nxc), _bits(np.ascontiguousarray(ncx.transpose(to_nxc))))
+    back = np.empty(shape, np.float32)
+    _core.cast(nxc.transpose(np.argsort(to_nxc)), back, path=path)
+    np.testing.assert_array_equal(_bits(back), _bits(ncx))
+    # into a strided destination (every other row of a larger array), on one thread
+    wide = np.zeros(shape[:-1] + (2 * shape[-1],), np.float32)
+    _core.cast(nxc.transpose(np.argsort(to_nxc)), wide[..., ::2], 1, path=path)
+    np.testing.assert_array_equal(_bits(wide[..., ::2]), _bits(ncx))
+    assert not wide[..., 1::2].any()
+
+
 @pytest.mark.parametrize("shape", [(0,), (3, 0, 2), (), (1,), (17,), (1, 1, 33)])
 def test_empty_scalar_and_odd_sized_arrays(rng, shape):
     src = rng.standard_normal(shape).astype(np.float32)
