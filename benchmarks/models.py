@@ -428,7 +428,8 @@ def main_inference(args: argparse.Namespace) -> int:
     lines = [
         f"`python benchmarks/models.py --inference --rounds {args.rounds} --calls {args.calls}"
         f"{' --eager' if args.eager else ''}{' --f32' if args.f32 else ''}"
-        f"{f' --threads {args.threads}' if args.threads else ''}` on {_version.cpu_model()} "
+        f"{f' --threads {args.threads}' if args.threads else ''}"
+        f"{' --keep-freed-memory' if args.keep_freed_memory else ''}` on {_version.cpu_model()} "
         f"(oneDNN ISA {og.system.cpu_isa()}), {torch.get_num_threads()} threads, oneDNN "
         f"{v.major}.{v.minor}.{v.patch}, PyTorch {torch.__version__}, "
         f"{time.perf_counter() - start:.0f} s. Eval under torch.inference_mode: the stock model "
@@ -463,7 +464,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--f32", action="store_true", help="with --inference: no bf16 autocast")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 where a converted model's median ratio is over 1.00")
+    parser.add_argument("--keep-freed-memory", action="store_true",
+                        help="og.system.keep_freed_memory() first: freed tensors' memory stays warm "
+                             "in the heap (both models of a row share the process)")
     args = parser.parse_args(argv)
+    if args.keep_freed_memory and not og.system.keep_freed_memory():
+        parser.error("--keep-freed-memory: this C library takes no mallopt (not glibc)")
     warnings.simplefilter("ignore")  # the libraries' deprecation notices
     logging.getLogger("onednn_graph.torch").setLevel(logging.ERROR)
     if args.threads:
@@ -489,7 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     geomean = statistics.geometric_mean(ratios) if ratios else float("nan")
     lines = [
         f"`python benchmarks/models.py --rounds {args.rounds} --calls {args.calls}"
-        f"{f' --threads {args.threads}' if args.threads else ''}` on {_version.cpu_model()} "
+        f"{f' --threads {args.threads}' if args.threads else ''}"
+        f"{' --keep-freed-memory' if args.keep_freed_memory else ''}` on {_version.cpu_model()} "
         f"(oneDNN ISA {og.system.cpu_isa()}), {torch.get_num_threads()} threads, oneDNN "
         f"{v.major}.{v.minor}.{v.patch}, PyTorch {torch.__version__}, "
         f"{time.perf_counter() - start:.0f} s. Milliseconds per call, medians of {args.rounds} "

@@ -38,6 +38,7 @@ LAYERS = [
     ("2 the native module", {"_core"}),
     ("2 why the native module did not load (imports nothing of the package)", {"_load_error"}),
     ("2 the linked library", {"_impl.version"}),
+    ("2 the process's heap", {"_impl.freed_memory"}),
     ("2 rules", {"_impl.lowering", "_impl.kernels", "_impl.casts", "_impl.machine_load", "_impl.batch_parts",
                  "_impl.kept_apart", "_impl.dataflow"}),
     ("2 a rule asked of the kernels", {"_impl.epilogue_apart"}),

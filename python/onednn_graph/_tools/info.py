@@ -10,8 +10,8 @@ import ml_dtypes
 import numpy as np
 
 from .. import _core
-from .._impl import batch_parts as _batch_parts, casts as _casts, kernels as _kernels, \
-    lowering as _lowering, machine_load as _machine_load, version as _version
+from .._impl import batch_parts as _batch_parts, casts as _casts, freed_memory as _freed_memory, \
+    kernels as _kernels, lowering as _lowering, machine_load as _machine_load, version as _version
 from . import fusion as _fusion
 
 
@@ -34,7 +34,8 @@ def capabilities() -> dict[str, Any]:
     whether memory-bound calls run their batch in parts here), ``load_aware``
     (``set_load_aware``: ``enabled``, ``threads`` new calls get now, 0 for all, and
     ``others_cpus``, the CPUs' worth other processes used at the last reading, None
-    before one), ``kernels``: ``_kernels.summary()``, one dict per
+    before one), ``freed_memory`` (``keep_freed_memory``: the heap thresholds it set,
+    None before it), ``kernels``: ``_kernels.summary()``, one dict per
     op and dtype saying which kernel the linked oneDNN has for it on this CPU
     (``kernel``: native, reference or none, and its ``implementation``) and
     how the package runs it (``runs``: native, or ``f32 chain``: in f32 between
@@ -77,6 +78,7 @@ def capabilities() -> dict[str, Any]:
         "load_aware": {"enabled": _machine_load.LIMIT.enabled,
                        "threads": _machine_load.LIMIT.threads,
                        "others_cpus": _machine_load.LIMIT.others_cpus},
+        "freed_memory": _freed_memory.kept(),
         # an op's batch in parts (_impl.batch_parts): on, and measured for this build and ISA
         "batch_parts": _batch_parts.summary(_lowering.LINKED, _lowering.HOST_ISA),
         "kernels": _kernels.summary(),
