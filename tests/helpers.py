@@ -237,6 +237,23 @@ TORCH_CASES = [
 ]
 
 
+def torch_gradient_references(torch, conv_transpose, x_shape, w_shape, **kw):
+    """The input's and the weight's gradients of ``conv_transpose(x, w, **kw)`` (PyTorch's
+    functional ConvTranspose) by PyTorch's autograd in float64, as functions of (the
+    result's gradient, the weight) and (the input, the result's gradient)."""
+    def grad_input(g, w):
+        x64 = torch.zeros(x_shape, dtype=torch.float64, requires_grad=True)
+        with torch.enable_grad():
+            return torch.autograd.grad(conv_transpose(x64, w, **kw), x64, g)[0]
+
+    def grad_weight(x, g):
+        w64 = torch.zeros(w_shape, dtype=torch.float64, requires_grad=True)
+        with torch.enable_grad():
+            return torch.autograd.grad(conv_transpose(x, w64, **kw), w64, g)[0]
+
+    return grad_input, grad_weight
+
+
 def torch_pad_arg(begin, end):
     # F.pad takes (last-axis begin, last-axis end, previous axis, ...);
     # negative values crop

@@ -157,12 +157,15 @@ def test_a_converted_keypoint_head_matches_torch():
         torch.testing.assert_close(a, b, rtol=1e-4, atol=2e-3)
 
 
-def test_report_names_how_onednn_computed_each_kind_of_call():
+def test_report_names_how_onednn_computed_each_kind_of_call(monkeypatch):
     # report() says how oneDNN computed a layer's forward and gradients, as compile_op says
     # it for the same arrays and attributes (Operation.lowering): the keypoint head's split
-    # where this CPU family's rule takes it, the native op where not.
+    # where this CPU family's rule takes it, the native op where not. (Its NCX calls on NCX
+    # data: not on channels-last copies, which test_torch_nxc_route.py reports.)
     torch = import_torch()
     import onednn_graph.torch as ot
+    from onednn_graph.torch import _via_nxc
+    monkeypatch.setattr(_via_nxc, "FORCED", "0")
     layer = ot.convert(torch.nn.ConvTranspose2d(512, 17, 4, stride=2, padding=1))
     x = torch.randn(4, 512, 14, 14, requires_grad=True)
     assert "formulation" not in ot.report(layer)[0].why  # nothing ran yet

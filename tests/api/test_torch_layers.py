@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 import onednn_graph as og  # noqa: E402
 import onednn_graph.torch as ot  # noqa: E402
 from onednn_graph.tolerance import compare  # noqa: E402
+from helpers import torch_gradient_references  # noqa: E402
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 F = torch.nn.functional
@@ -87,15 +88,7 @@ def test_forward_and_all_three_gradients_match_pytorch(case, dtype, channels_las
     def forward(x, w, b):
         return theirs(x, w, b, **kw)
 
-    def grad_input(g, w):
-        x64 = torch.zeros(x.shape, dtype=torch.float64, requires_grad=True)
-        with torch.enable_grad():
-            return torch.autograd.grad(theirs(x64, w, **kw), x64, g)[0]
-
-    def grad_weight(x, g):
-        w64 = torch.zeros(w.shape, dtype=torch.float64, requires_grad=True)
-        with torch.enable_grad():
-            return torch.autograd.grad(theirs(x, w64, **kw), w64, g)[0]
+    grad_input, grad_weight = torch_gradient_references(torch, theirs, x.shape, w.shape, **kw)
 
     _check(y, forward, (x, w, b), dtype, c_in // groups * taps + 1)
     _check(gx, grad_input, (g, w), dtype, c_out // groups * taps)

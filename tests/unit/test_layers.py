@@ -63,6 +63,7 @@ LAYERS = [
     ("4 command", {"cli"}),
     ("5 PyTorch: the channel sum, processes", {"torch._channel_sum", "torch._processes"}),
     ("5 PyTorch: the ops on tensors", {"torch._native"}),
+    ("5 PyTorch: NCX calls on channels-last copies", {"torch._via_nxc"}),
     ("5 PyTorch: custom ops", {"torch._library"}),
     ("5 PyTorch: the eager path", {"torch._eager"}),
     ("5 PyTorch's functional API", {"torch.functional"}),

@@ -57,12 +57,14 @@ import os
 import weakref
 from typing import Any, NamedTuple, Optional
 
+import numpy as np
 import torch
 
 from .. import ops as _ops, post as _post
 from .._impl import (arrays as _arrays, as_f32 as _as_f32, call as _call, compiled as _compiled,
                      kernels as _kernels, lowering as _lowering, plan as _plan)
-from . import _kernel_choice, _layer, _library, _native, _routing, _subpixel, functional as _functional
+from . import (_kernel_choice, _layer, _library, _native, _routing, _subpixel, _via_nxc,
+               functional as _functional)
 
 __all__ = ["Epilogue", "NO_EPILOGUE", "REPACKS", "applied", "describe", "disable", "enable", "epilogue_of",
            "find", "forward", "forward_plain", "refresh"]
@@ -475,12 +477,15 @@ class _Packed:
     oneDNN computes it (``Operation.lowering``), for ``report``."""
 
     __slots__ = ("key", "stamp", "op", "direct", "fused", "arrays", "out_shape", "out_strides",
-                 "axes", "dtype", "stock_format", "packs", "lowering")
+                 "axes", "via", "dtype", "stock_format", "packs", "lowering")
 
     def __init__(self, key: tuple, stamp: Stamp, out_shape: tuple, out_strides: tuple,
                  axes: Optional[tuple], dtype: torch.dtype, stock_format: torch.memory_format,
-                 op: Any = None, fused: Any = None, lowering: str = "") -> None:
-        self.key, self.stamp, self.op, self.fused, self.lowering = key, stamp, op, fused, lowering
+                 op: Any = None, fused: Any = None, lowering: str = "", via: Optional[tuple] = None) -> None:
+        self.key, self.stamp, self.op, self.fused = key, stamp, op, fused
+        # NCX data computed on channels-last copies (``_via_nxc``): `axes` are then its NXC axes
+        self.via = via
+        self.lowering = lowering + (_via_nxc.NOTE if via is not None and lowering else "")
         self.packs = 0  # (``_packed_call``: how many times the layer packed, this one included)
         self.stock_format = stock_format  # the memory format the stock layer writes
         self.out_shape, self.out_strides, self.axes, self.dtype = out_shape, out_strides, axes, dtype
@@ -491,14 +496,28 @@ class _Packed:
 
     def run(self, input: torch.Tensor) -> torch.Tensor:
         out, target = _native.result_strided(self.out_shape, self.out_strides, self.dtype)
+        if self.via is not None:
+            return self._run_via_nxc(input, out, target)
         x = _native.view(input)
         if self.axes is not None:
             x, target = x.transpose(self.axes), target.transpose(self.axes)
+        self._compute(x, target)
+        return out
+
+    def _run_via_nxc(self, input: torch.Tensor, out: torch.Tensor, result: np.ndarray) -> torch.Tensor:
+        """``run`` on this thread's channels-last copies of the input and the result."""
+        via = self.via
+        assert via is not None
+        target = _via_nxc.scratch_nxc("result", self.out_shape, via)
+        self._compute(_via_nxc.to_nxc(input, via, "input"), target)
+        _via_nxc.from_nxc(target, result, via)
+        return out
+
+    def _compute(self, x: np.ndarray, target: np.ndarray) -> None:
         if self.op is None:
             self.fused(x, target)
         elif self.direct is None or self.direct.run(_compiled.stream(), (x,) + self.arrays, target) is None:
             self.op.execute((x,) + self.arrays, target)
-        return out
 
 
 _DTYPE_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
@@ -878,13 +897,19 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
     out_fmt = _native._CHANNELS_LAST.get(input.dim(), stock) if hands_on else stock
     out_shape = tuple(call.out_shape)
     out_strides = _native.dense_strides(out_shape, out_fmt)
-    x = _native.oriented(_native.view(input.to(dtype) if input.dtype != dtype else input), axes)
     arrays: tuple = (_native.view(w),) + (() if b is None else (_native.view(b),))
+    # NCX in and out, computed on channels-last copies where the rule says so (``_via_nxc``)
+    via = _via_nxc.axes_for(call, fmt, arrays[0], alone=True) if out_fmt == fmt else None
+    if via is not None:
+        axes = via
+        x = _via_nxc.scratch_nxc("input", tuple(input.shape), via)
+    else:
+        x = _native.oriented(_native.view(input.to(dtype) if input.dtype != dtype else input), axes)
     values = _native.with_format(call.values, axes)
     keywords = dict(zip(("strides", "pads_begin", "pads_end", "dilations", "auto_pad", "output_padding",
                          "groups", "data_format", "weights_format"), values))
     made = dict(key=key, stamp=_stamp(sources), out_shape=out_shape, out_strides=out_strides, axes=axes,
-                dtype=dtype, stock_format=stock)
+                dtype=dtype, stock_format=stock, via=via)
     posts = [] if post is None else [post]
     cp = None if call.empty else _plan.plan_call("ConvTranspose", ("src", "weights", "bias")[:1 + len(arrays)],
                                                  [x, *arrays], keywords)
@@ -905,6 +930,8 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
             arrays[1] if len(arrays) > 1 else None, posts, threads, reason)
         return _Packed(**made, fused=subpixel, lowering=_call.lowering_of(subpixel.op, cp.way))
     out_meta_strides = out_strides if axes is None else tuple(out_strides[a] for a in axes)
+    if via is not None:  # (the result's copy: dense NXC)
+        out_meta_strides = tuple(_native.dense_strides(out_meta_shape, torch.contiguous_format))
     if _lowering.formed(cp.way) is not None and not posts:
         # A formulation on views of the arrays is faster here (``_impl.lowering.preferred``:
         # few output channels as the packed Convolution or the MatMul): prepared once, on
