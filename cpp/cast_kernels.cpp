@@ -234,6 +234,38 @@ void portable_transpose_block(const float *src, int64_t src_row, float *dst, int
         for (int j = 0; j < cols; ++j) dst[i * dst_row + j] = src[j * src_row + i];
 }
 
+// Eight rows of eight: pairs of 32-bit elements, then pairs of pairs, then the 128-bit
+// halves (shuffles and permutes move bits only).
+ONEDNN_GRAPH_AVX2 inline void avx2_transpose_8x8(const float *src, int64_t src_row, float *dst, int64_t dst_row) {
+    __m256 r[8], t[8];
+    for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(src + j * src_row);
+    for (int j = 0; j < 4; ++j) {
+        t[2 * j] = _mm256_unpacklo_ps(r[2 * j], r[2 * j + 1]);
+        t[2 * j + 1] = _mm256_unpackhi_ps(r[2 * j], r[2 * j + 1]);
+    }
+    for (int h = 0; h < 2; ++h) {
+        r[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; ++i) {
+        _mm256_storeu_ps(dst + i * dst_row, _mm256_permute2f128_ps(r[i], r[4 + i], 0x20));
+        _mm256_storeu_ps(dst + (4 + i) * dst_row, _mm256_permute2f128_ps(r[i], r[4 + i], 0x31));
+    }
+}
+
+ONEDNN_GRAPH_AVX2 void avx2_transpose_block(const float *src, int64_t src_row, float *dst, int64_t dst_row,
+        int rows, int cols) {
+    if (rows != 16 || cols != 16) {
+        portable_transpose_block(src, src_row, dst, dst_row, rows, cols);
+        return;
+    }
+    for (int i = 0; i < 16; i += 8)
+        for (int j = 0; j < 16; j += 8)
+            avx2_transpose_8x8(src + j * src_row + i, src_row, dst + i * dst_row + j, dst_row);
+}
+
 #define ONEDNN_GRAPH_LO64(a, b) _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
 #define ONEDNN_GRAPH_HI64(a, b) _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
 
@@ -275,7 +307,12 @@ ONEDNN_GRAPH_AVX512 void avx512_transpose_block(const float *src, int64_t src_ro
 } // namespace
 
 TransposeBlock transpose_block(CastPath path) {
-    return path == CastPath::avx512 ? avx512_transpose_block : portable_transpose_block;
+    switch (path) {
+    case CastPath::avx512: return avx512_transpose_block;
+    case CastPath::avx2: return avx2_transpose_block;
+    case CastPath::portable: break;
+    }
+    return portable_transpose_block;
 }
 
 bool cast_path_available(CastPath path) {

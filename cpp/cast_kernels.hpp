@@ -48,9 +48,9 @@ CastRow cast_row(CastPair pair, CastPath path);
 constexpr int transpose_block_size = 16;
 using TransposeBlock = void (*)(const float *src, int64_t src_row, float *dst, int64_t dst_row, int rows, int cols);
 
-// The block function of `path`: AVX-512 transposes a whole 16 x 16 block in registers
-// (about 2.5x the portable loop's speed on Zen 4); the others, and edge blocks, copy
-// element by element.
+// The block function of `path`: AVX-512 transposes a whole 16 x 16 block in registers,
+// AVX2 one 8 x 8 quarter at a time; the portable loop, and edge blocks, copy element by
+// element.
 TransposeBlock transpose_block(CastPath path);
 
 // Whether this CPU has the instructions of `path`: AVX2 with F16C, or AVX-512 F, BW

@@ -183,8 +183,9 @@ def test_ncx_nxc_transposes_copy_every_bit(rng, path, shape):
     """f32 between NCX and NXC memory (the torch layer's channels-last copies,
     python/onednn_graph/torch/_via_nxc.py) swaps the walk's last two axes: copied in
     square blocks (CastJob::transpose; AVX-512 transposes whole 16 x 16 blocks in
-    registers), with edge blocks where 16 divides neither extent, both ways, 2-D and 3-D,
-    from one block to a Mask R-CNN head's input (threaded), and the plain walk where a
+    registers, AVX2 their 8 x 8 quarters), with edge blocks where 16 divides neither
+    extent, both ways, 2-D and 3-D, from one block to a Mask R-CNN head's input
+    (threaded), and the plain walk where a
     swapped axis is shorter than a block. The data are arbitrary f32 bit patterns, NaN
     payloads and signalling NaNs among them (a copy moves bits, never values). Truth:
     NumPy's transposing copy, bit for bit."""

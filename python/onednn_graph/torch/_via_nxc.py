@@ -31,10 +31,14 @@ __all__ = ["axes_for", "routed", "to_nxc", "scratch_nxc", "from_nxc"]
 
 _CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
 
-#: (oneDNN version, ISA) where the rule (``routed``) was measured and holds: AMD Zen 4.
-ROUTED_ON: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2), "avx512_core_bf16")})
-#: The fewest forward FLOPs routed: the copies' Python costs tens of microseconds.
-ROUTED_FROM_FLOPS = 1 << 27
+#: (oneDNN version, ISA) where the rule (``routed``) was measured and holds -> (the fewest
+#: output channels, the fewest forward FLOPs) routed there: AMD Zen 4 natively and capped
+#: at AVX2. Below the channels the NCX call takes the sub-pixel or packed form
+#: (``_impl.lowering``), or oneDNN's NXC kernel is no faster (AVX2: k4s2 512 -> 8 took
+#: 1.02-1.14x routed); below the FLOPs the copies' fixed cost (tens of microseconds) or the
+#: kernels decide (AVX2: a 134 MFLOP 3-D layer 1.01-1.18x).
+ROUTED_ON: dict[tuple[tuple[int, int], str], tuple[int, int]] = {
+    ((3, 2), "avx512_core_bf16"): (8, 1 << 27), ((3, 2), "avx2"): (16, 1 << 28)}
 #: The most forward FLOPs per byte of the input and the result routed: where the data is
 #: large for its arithmetic, oneDNN's reorders are a large part of an NCX call.
 ROUTED_FLOPS_PER_BYTE = 160
@@ -42,10 +46,6 @@ ROUTED_FLOPS_PER_BYTE = 160
 #: Mask R-CNN head at 100 RoIs (10 GFLOP, an 80 MB result) ran 1.02-1.04x in inference
 #: routed, where with both gradients it ran 0.90-0.94x.
 ROUTED_ALONE_TO_FLOPS = 1 << 33
-#: The fewest output channels routed: with fewer the NCX call takes the sub-pixel or
-#: packed form (``_impl.lowering``), which the NXC call does not beat.
-ROUTED_CHANNELS_FROM = 8
-
 #: "1" routes every f32 NCX call of 2 or 3 spatial axes, "0" none (A/B measurements;
 #: read at import, and by tests through this name).
 FORCED = os.environ.get("ONEDNN_GRAPH_NXC_ROUTE", "")
@@ -67,11 +67,10 @@ def axes_for(call: Any, fmt: torch.memory_format, w: np.ndarray, alone: bool = F
 def routed(call: Any, weight_shape: tuple, version: Optional[tuple[int, int]] = None,
            isa: Optional[str] = None, alone: bool = False) -> bool:
     """Whether an f32 NCX call runs on channels-last copies by default: on a CPU family
-    where that was measured (``ROUTED_ON``), 2-D, groups 1, no dilation or output padding,
-    each axis's kernel equal to its stride without pads (a detection head's
-    ``ConvTranspose2d(256, 256, 2, 2)``) or twice it with half the stride as pads (a
-    keypoint head's ``ConvTranspose2d(512, 17, 4, 2, 1)``), at least
-    ``ROUTED_CHANNELS_FROM`` output channels, ``ROUTED_FROM_FLOPS`` and at most
+    where that was measured (``ROUTED_ON``, with its fewest channels and FLOPs), 2-D, groups
+    1, no dilation or output padding, each axis's kernel equal to its stride without pads (a
+    detection head's ``ConvTranspose2d(256, 256, 2, 2)``) or twice it with half the stride
+    as pads (a keypoint head's ``ConvTranspose2d(512, 17, 4, 2, 1)``), at most
     ``ROUTED_FLOPS_PER_BYTE``; a forward `alone` (inference, a training step without the
     input's gradient) also at most ``ROUTED_ALONE_TO_FLOPS``.
 
@@ -83,11 +82,14 @@ def routed(call: Any, weight_shape: tuple, version: Optional[tuple[int, int]] = 
     0.79-0.80). Not routed: the DCGAN generator's layers (170-716 FLOPs per byte:
     0.97-1.04), k3s2 U-Net upsamplers (1.11-1.40: oneDNN's NXC kernel there is slower),
     3-D (k == s training 1.07 at 2 x 128 x 16^3), fewer channels (the 3-channel DCGAN
-    output at batch 64: 1.07-1.08)."""
+    output at batch 64: 1.07-1.08). Capped at AVX2 (two runs): the Keypoint R-CNN head
+    0.77-0.83 in inference and 0.87-0.89 training, the Mask R-CNN head at 32 RoIs 0.90-0.91
+    and 0.92-0.96 (8 RoIs 0.98-1.02), DPT-style k == s == 4 0.91-0.92 and 0.98-0.99; 3-D k ==
+    s 0.52-0.76 at 2 x 128 x 16^3 but 1.01-1.18 at 1 x 64 x 16^3: not routed."""
     stride, pads_begin, pads_end, output_padding, dilation, groups = call.attrs
-    if (version or _lowering.LINKED, isa or _lowering.HOST_ISA) not in ROUTED_ON \
-            or len(call.out_shape) != 4 or groups != 1 or any(d != 1 for d in dilation) \
-            or any(output_padding) or call.out_shape[1] < ROUTED_CHANNELS_FROM:
+    family = ROUTED_ON.get((version or _lowering.LINKED, isa or _lowering.HOST_ISA))
+    if family is None or len(call.out_shape) != 4 or groups != 1 or any(d != 1 for d in dilation) \
+            or any(output_padding) or call.out_shape[1] < family[0]:
         return False
     kernel = weight_shape[2:]
     for k, s, pb, pe in zip(kernel, stride, pads_begin, pads_end):
@@ -97,7 +99,7 @@ def routed(call: Any, weight_shape: tuple, version: Optional[tuple[int, int]] = 
     inputs = [(o + pb + pe - k) // s + 1 for o, k, s, pb, pe in zip(spatial, kernel, stride, pads_begin, pads_end)]
     ci, positions, outputs = weight_shape[0], math.prod(inputs), math.prod(spatial)
     flops = 2 * n * ci * co * math.prod(kernel) * positions
-    return ROUTED_FROM_FLOPS <= flops <= (ROUTED_ALONE_TO_FLOPS if alone else flops) \
+    return family[1] <= flops <= (ROUTED_ALONE_TO_FLOPS if alone else flops) \
         and flops <= ROUTED_FLOPS_PER_BYTE * 4 * n * (ci * positions + co * outputs)
 
 
