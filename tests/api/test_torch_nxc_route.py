@@ -147,6 +147,28 @@ def test_packed_inference_on_copies_matches_pytorch_and_says_so(monkeypatch):
     assert ot.report(model)[0].why.endswith(f"packed inference: {expected}{_via_nxc.NOTE}")
 
 
+def test_the_copies_run_on_the_load_aware_thread_count(monkeypatch):
+    # On a busy machine new calls get the threads other processes leave (_impl.machine_load);
+    # the copies around them too: a copy on every thread waits for the threads others hold.
+    # Truth: the count each copy was handed (one here, as a busy machine's reading says).
+    from onednn_graph import _core
+    from onednn_graph._impl import compiled as _compiled
+    monkeypatch.setattr(_via_nxc, "FORCED", "1")
+    monkeypatch.setattr(_compiled, "busy_threads", lambda: 1)
+    counts, cast = [], _core.cast
+    monkeypatch.setattr(_core, "cast", lambda src, dst, threads=0, *a: (counts.append(threads),
+                                                                         cast(src, dst, threads, *a)))
+    stock, layer, x = _layer(CASES[1])
+    layer.load_state_dict(stock.state_dict())
+    x.requires_grad_()
+    y = layer(x)
+    y.backward(torch.ones_like(y))
+    assert len(counts) == 4 and set(counts) == {1}, counts  # input, result, gradient, its input's
+    xs = x.detach().requires_grad_()
+    stock(xs).backward(torch.ones_like(y))
+    torch.testing.assert_close(x.grad, xs.grad, rtol=1e-4, atol=1e-3)  # (the bound: the test above)
+
+
 # (why, layer, input shape, routed by default on Zen 4, and capped at AVX2)
 RULE = [
     ("Mask R-CNN head", (256, 256, 2, 2, 0), (32, 256, 14, 14), True, True),
