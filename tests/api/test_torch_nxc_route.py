@@ -236,3 +236,25 @@ def test_channels_last_and_low_precision_layers_are_not_routed():
     w32, w16 = np.zeros((256, 256, 2, 2), np.float32), np.zeros((256, 256, 2, 2), np.float16)
     assert _via_nxc.axes_for(call, torch.channels_last, w32) is None  # already NXC
     assert _via_nxc.axes_for(call, torch.contiguous_format, w16) is None  # f32 copies only
+
+
+# Inductor itself calls the deprecated torch.jit.script_method (PyTorch 2.13).
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
+@pytest.mark.torch_kernels  # (whose kernel torch.compile's graph takes: the choice itself)
+@pytest.mark.parametrize("route", ["1", "0"], ids=["routed", "not routed"])
+def test_under_torch_compile_a_routed_plain_layer_keeps_the_packages_op(monkeypatch, route):
+    # A plain layer in eval is torch's convolution in torch.compile's graph
+    # (_kernel_choice.plain_in_graph), but where its call runs on channels-last copies the
+    # package's op computes it so (_via_nxc.routed_in_graph); stock's values either way.
+    monkeypatch.setattr(_via_nxc, "FORCED", route)
+    stock, layer, x = _layer(CASES[1])
+    layer.load_state_dict(stock.state_dict())
+    model = ot.convert(torch.nn.Sequential(layer), inference=True).eval()
+    with torch.inference_mode():
+        got, want = torch.compile(model, fullgraph=True)(x), stock.eval()(x)
+    # (the same sums in another order: f32 rounding apart; the bound is the tests' above)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=2e-4)
+    with torch.no_grad():
+        explained = torch._dynamo.explain(model)(x)
+    ops = [str(n.target) for g in explained.graphs for n in g.graph.nodes if n.op == "call_function"]
+    assert any("conv_transpose_inference" in op for op in ops) == (route == "1"), ops

@@ -301,8 +301,10 @@ def _torch_in_graph(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilo
     `layer`'s inference call on `input` in torch.compile's graph
     (``_kernel_choice.plain_in_graph`` says where they do): where nothing is folded into the
     layer or fused after it; and in float32 where kernel == stride with only an activation
-    after it (``_activation_apart``)."""
-    return _plain(epilogue) or _activation_apart(layer, input, epilogue)
+    after it (``_activation_apart``); not a plain layer whose call runs on channels-last
+    copies (``_via_nxc.routed_in_graph``)."""
+    return (_plain(epilogue) and not _via_nxc.routed_in_graph(layer, input)) \
+        or _activation_apart(layer, input, epilogue)
 
 
 def _activation_apart(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue) -> bool:
@@ -329,7 +331,8 @@ def describe(layer: torch.nn.Module) -> str:
     compiled = _kernel_choice.training_in_graph(True)
     if epilogue is None:
         return "in eval without gradients: weights packed once two calls in a row had them unchanged" + (
-            "; under torch.compile torch's convolution (measured faster there)" if compiled else "")
+            "; under torch.compile torch's convolution (measured faster there) but for calls on "
+            "channels-last copies" if compiled else "")
     training = "; under torch.compile its training calls torch's convolution (measured faster there)" \
         if compiled else ""
     done = ["weights packed once"]
@@ -340,7 +343,8 @@ def describe(layer: torch.nn.Module) -> str:
     if epilogue.next_layer is not None:
         done.append("its result channels-last for the next layer")
     if _kernel_choice.plain_in_graph(_plain(epilogue)):
-        done.append("under torch.compile torch's convolution (nothing to fold or fuse)")
+        done.append("under torch.compile torch's convolution (nothing to fold or fuse) but for calls "
+                    "on channels-last copies")
     elif _kernel_choice.plain_in_graph(_apart_in_f32(layer, epilogue)):
         done.append("under torch.compile in float32 torch's convolution and the activation apart "
                     "(kernel == stride: measured faster there)")
