@@ -239,9 +239,12 @@ void run_transpose(const CastJob &job, int threads, CastPath path) {
             const int rows = static_cast<int>(std::min(size, a.extent - i0));
             const auto *src = reinterpret_cast<const float *>(job.src + src_off) + i0;
             auto *dst = reinterpret_cast<float *>(job.dst + dst_off + i0 * a.dst_stride);
-            for (int64_t j0 = 0; j0 < b.extent; j0 += size)
-                block(src + j0 * (b.src_stride / 4), b.src_stride / 4, dst + j0, a.dst_stride / 4, rows,
-                        static_cast<int>(std::min(size, b.extent - j0)));
+            for (int64_t j0 = 0; j0 < b.extent; j0 += size) {
+                const int cols = static_cast<int>(std::min(size, b.extent - j0));
+                const float *from = src + j0 * (b.src_stride / 4);
+                if (rows == size && cols == size) block(from, b.src_stride / 4, dst + j0, a.dst_stride / 4);
+                else transpose_edge(from, b.src_stride / 4, dst + j0, a.dst_stride / 4, rows, cols);
+            }
         }
     };
     if (job.total < parallel_from) {

@@ -229,9 +229,8 @@ ONEDNN_GRAPH_AVX512 void avx512_f32_to_f16(const void *src, void *dst, size_t n)
     portable_f32_to_f16(s + i, d + i, n - i);
 }
 
-void portable_transpose_block(const float *src, int64_t src_row, float *dst, int64_t dst_row, int rows, int cols) {
-    for (int i = 0; i < rows; ++i)
-        for (int j = 0; j < cols; ++j) dst[i * dst_row + j] = src[j * src_row + i];
+void portable_transpose_block(const float *src, int64_t src_row, float *dst, int64_t dst_row) {
+    transpose_edge(src, src_row, dst, dst_row, transpose_block_size, transpose_block_size);
 }
 
 // Eight rows of eight: pairs of 32-bit elements, then pairs of pairs, then the 128-bit
@@ -255,12 +254,7 @@ ONEDNN_GRAPH_AVX2 inline void avx2_transpose_8x8(const float *src, int64_t src_r
     }
 }
 
-ONEDNN_GRAPH_AVX2 void avx2_transpose_block(const float *src, int64_t src_row, float *dst, int64_t dst_row,
-        int rows, int cols) {
-    if (rows != 16 || cols != 16) {
-        portable_transpose_block(src, src_row, dst, dst_row, rows, cols);
-        return;
-    }
+ONEDNN_GRAPH_AVX2 void avx2_transpose_block(const float *src, int64_t src_row, float *dst, int64_t dst_row) {
     for (int i = 0; i < 16; i += 8)
         for (int j = 0; j < 16; j += 8)
             avx2_transpose_8x8(src + j * src_row + i, src_row, dst + i * dst_row + j, dst_row);
@@ -271,12 +265,7 @@ ONEDNN_GRAPH_AVX2 void avx2_transpose_block(const float *src, int64_t src_row, f
 
 // Sixteen rows of sixteen in four steps of shuffles (which move bits, never values as
 // numbers): pairs of 32-bit elements, pairs of 64-bit ones, then 128-bit lanes twice.
-ONEDNN_GRAPH_AVX512 void avx512_transpose_block(const float *src, int64_t src_row, float *dst, int64_t dst_row,
-        int rows, int cols) {
-    if (rows != 16 || cols != 16) {
-        portable_transpose_block(src, src_row, dst, dst_row, rows, cols);
-        return;
-    }
+ONEDNN_GRAPH_AVX512 void avx512_transpose_block(const float *src, int64_t src_row, float *dst, int64_t dst_row) {
     __m512 r[16], t[16];
     for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(src + j * src_row);
     for (int j = 0; j < 8; ++j) {
@@ -305,6 +294,11 @@ ONEDNN_GRAPH_AVX512 void avx512_transpose_block(const float *src, int64_t src_ro
 #undef ONEDNN_GRAPH_HI64
 
 } // namespace
+
+void transpose_edge(const float *src, int64_t src_row, float *dst, int64_t dst_row, int rows, int cols) {
+    for (int i = 0; i < rows; ++i)
+        for (int j = 0; j < cols; ++j) dst[i * dst_row + j] = src[j * src_row + i];
+}
 
 TransposeBlock transpose_block(CastPath path) {
     switch (path) {

@@ -42,16 +42,18 @@ using CastRow = void (*)(const void *src, void *dst, size_t n);
 // CPU has that path's instructions (cast_path_available).
 CastRow cast_row(CastPair pair, CastPath path);
 
-// dst[i * dst_row + j] = src[j * src_row + i] for i < rows and j < cols (both at most
-// transpose_block_size; strides in elements): one block of a transposing f32 copy (an
-// NCX <-> NXC rearrangement), bit for bit, whatever the values (NaN payloads included).
+// dst[i * dst_row + j] = src[j * src_row + i] for i, j < transpose_block_size (strides in
+// elements): one block of a transposing f32 copy (an NCX <-> NXC rearrangement), bit for
+// bit, whatever the values (NaN payloads included).
 constexpr int transpose_block_size = 16;
-using TransposeBlock = void (*)(const float *src, int64_t src_row, float *dst, int64_t dst_row, int rows, int cols);
+using TransposeBlock = void (*)(const float *src, int64_t src_row, float *dst, int64_t dst_row);
 
-// The block function of `path`: AVX-512 transposes a whole 16 x 16 block in registers,
-// AVX2 one 8 x 8 quarter at a time; the portable loop, and edge blocks, copy element by
-// element.
+// The block function of `path`: AVX-512 transposes the block in registers, AVX2 one
+// 8 x 8 quarter at a time, the portable loop element by element.
 TransposeBlock transpose_block(CastPath path);
+
+// The same for a partial block at an edge, i < rows and j < cols: element by element.
+void transpose_edge(const float *src, int64_t src_row, float *dst, int64_t dst_row, int rows, int cols);
 
 // Whether this CPU has the instructions of `path`: AVX2 with F16C, or AVX-512 F, BW
 // and VL. (Whether oneDNN's ISA cap allows it is the caller's question.)

@@ -61,13 +61,18 @@ def keep_freed_memory() -> bool:
     process allocated before: on a Zen 4 a Mask R-CNN mask head's inference (32 RoIs,
     f32) took 63-78 ms and 25,024 page faults a call in four fresh processes, and 37-39
     ms and none with this (stock PyTorch; a converted model alike). See
-    docs/performance.md, "Page faults".
+    docs/performance.md, "PyTorch's and NumPy's own arrays"; ``tests/api/test_freed_memory.py``
+    runs it in a fresh interpreter.
 
     Examples
     --------
+    Once, before the model runs (not run here: it would change this process's heap for good):
+
     >>> import onednn_graph as og
-    >>> og.system.keep_freed_memory() in (True, False)
+    >>> og.system.keep_freed_memory()  # doctest: +SKIP
     True
+    >>> og.system.capabilities()["freed_memory"]  # doctest: +SKIP
+    {'mmap_threshold': 33554432, 'trim_threshold': 1073741824}
     """
     return _freed_memory.keep()
 

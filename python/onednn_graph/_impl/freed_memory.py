@@ -31,7 +31,7 @@ MMAP_THRESHOLD = 32 << 20
 #: The free space at the heap's top kept before any is given back.
 TRIM_THRESHOLD = 1 << 30
 
-_kept: Optional[tuple[int, int]] = None
+_kept: Optional[dict[str, int]] = None
 
 
 def keep() -> bool:
@@ -46,10 +46,10 @@ def keep() -> bool:
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     if not (mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)):
         return False
-    _kept = (MMAP_THRESHOLD, TRIM_THRESHOLD)
+    _kept = {"mmap_threshold": MMAP_THRESHOLD, "trim_threshold": TRIM_THRESHOLD}
     return True
 
 
 def kept() -> Optional[dict[str, int]]:
     """The thresholds ``keep`` set in this process, or None."""
-    return None if _kept is None else {"mmap_threshold": _kept[0], "trim_threshold": _kept[1]}
+    return None if _kept is None else dict(_kept)

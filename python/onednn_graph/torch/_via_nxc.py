@@ -132,11 +132,10 @@ def routed_in_graph(layer: Any, input: torch.Tensor) -> bool:
         return False
     if FORCED == "1":
         return True
-    k, s, p, op, d = (tuple(v) for v in (layer.kernel_size, layer.stride, layer.padding,
-                                         layer.output_padding, layer.dilation))
-    out = tuple((i - 1) * s_ - 2 * p_ + d_ * (k_ - 1) + o_ + 1 for i, k_, s_, p_, o_, d_ in zip(shape[2:], k, s, p, op, d))
-    attrs = (list(s), list(p), list(p), list(op), list(d), layer.groups)
-    return routed(_Problem(attrs, (shape[0], layer.out_channels) + out), tuple(weight.shape), alone=True)
+    attrs = (list(layer.stride), list(layer.padding), list(layer.padding), list(layer.output_padding),
+             list(layer.dilation), layer.groups)
+    out_shape = _native.conv_transpose_shape(input, weight, *attrs)
+    return routed(_Problem(attrs, tuple(out_shape)), tuple(weight.shape), alone=True)
 
 
 def to_nxc(t: torch.Tensor, axes: tuple, role: Optional[str] = None) -> np.ndarray:
