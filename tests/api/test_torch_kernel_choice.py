@@ -54,7 +54,38 @@ def test_a_tiny_problem_goes_to_torch_nn_with_or_without_grad(recorded):
         assert why is not None and "fixed cost" in why
     assert _rule(nsp=2, cin=8, cout=8, k=4, size=4, recorded=recorded) is None  # kernel 4
     assert _rule(nsp=2, cin=8, cout=8, k=2, size=4, recorded=recorded, dtype=torch.bfloat16) is None
-    assert _rule(nsp=2, cin=64, cout=64, k=2, size=8, recorded=recorded) is None  # 2.1 MFLOP
+    # 2.1 MFLOP: past the tiny rule (a training call of that size is the in-model rule's)
+    past = _rule(nsp=2, cin=64, cout=64, k=2, size=8, recorded=recorded)
+    assert (past is None) if not recorded else ("fixed cost" not in past and "training call" in past)
+
+
+def test_in_a_model_a_1d_or_2d_training_call_under_24_mflop_goes_to_torch_nn():
+    # MONAI's GAN generator's ConvTranspose2d(64, 32, 3, 2) at batch 8 on 8^2: 18.9 MFLOP
+    gan = dict(nsp=2, cin=64, cout=32, k=3, size=8)
+    why = _kernel_choice.torch_nn_by_default(2, (8, 64, 8, 8), (64, 32, 3, 3), (2, 2), torch.float32,
+                                             True, *ZEN4)
+    assert why is not None and _kernel_choice.IN_A_MODEL in why and "training call" in why
+    assert _rule(recorded=True, **gan) is not None  # batch 1: 2.4 MFLOP
+    assert _rule(recorded=False, **gan) is None  # without grad: left to oneDNN
+    assert _rule(recorded=True, dtype=torch.bfloat16, **gan) is None  # bf16: oneDNN's wins
+    assert _rule(recorded=True, **dict(gan, size=32)) is None  # 37.7 MFLOP
+    assert _rule(recorded=True, **dict(gan, nsp=3, size=4)) is None  # 3-D: the U-Net's did not move
+    assert _rule(recorded=True, **dict(gan, k=4, s=1, size=4)) is None  # kernel 4 in 2-D
+    assert _rule(recorded=True, **dict(gan, where=((3, 13), "avx512_core_bf16"))) is None
+
+
+def test_in_one_dimension_the_training_rule_takes_vocoder_kernels_up_to_twice_the_stride():
+    # Oobleck's ConvTranspose1d(32, 16, 8, 4) on 1024 samples at batch 2: 16.8 MFLOP
+    def vocoder(k, s, length=1024, batch=2):
+        return _kernel_choice.torch_nn_by_default(1, (batch, 32, length), (32, 16, k), (s,),
+                                                  torch.float32, True, *ZEN4)
+    assert vocoder(8, 4) is not None and vocoder(16, 8, length=256) is not None  # 8.4 MFLOP
+    assert vocoder(9, 4) is None  # longer than twice the stride
+    # below 4 MFLOP a long kernel stays on oneDNN (the tiny band's kernel 4 ran there
+    # 0.35-0.67x torch.nn's time)
+    assert vocoder(8, 4, length=64) is None  # 1.0 MFLOP
+    assert vocoder(8, 4, batch=1, length=128) is None  # 1.0 MFLOP
+    assert vocoder(3, 2, length=64) is not None  # kernel 3: from TINY_FLOPS (0.4 MFLOP)
 
 
 def test_small_3d_training_calls_with_kernel_equal_to_stride_go_to_torch_nn():

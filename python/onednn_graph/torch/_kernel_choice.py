@@ -64,6 +64,14 @@ IN_MODEL_FLOPS = {3: 8 << 20}
 #: Below this many FLOPs a 3-D call with kernel == stride that records gradients (a
 #: training step of a ViT decoder's small upsampling: UNETR's) runs torch.nn's kernel.
 SMALL_3D_RECORDED_FLOPS = 1 << 21
+#: Per number of spatial axes: below this many FLOPs a 1-D or 2-D call that records
+#: gradients (a training step's) runs torch.nn's kernel, which costs the model's other ops
+#: less than oneDNN's (``torch_nn_by_default``). The largest such layer measured in a
+#: model is 18.9 MFLOP; DCGAN's first (26.2 MFLOP, kernel 4) gained on oneDNN.
+RECORDED_IN_MODEL_FLOPS = {1: 24 << 20, 2: 24 << 20}
+#: From this many FLOPs the rule above takes 1-D calls with longer kernels too (up to twice
+#: the stride: the vocoders' upsamplers, 8-17 MFLOP); below, oneDNN's kernel 4 is the faster.
+LONG_1D_KERNEL_FLOPS = 4 << 20
 #: How the rule's answer for ``IN_MODEL_FLOPS`` says where it holds (``report()``): a
 #: measurement of the layer alone (``tune=True``), its caches warm, does not see what it is
 #: about, and does not overrule it (``_Answer.measurable``).
@@ -76,11 +84,12 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
                         isa: Optional[str] = None) -> Optional[str]:
     """Why torch.nn's kernel computes a call by default, or None (oneDNN's), on a (oneDNN,
     ISA) pair of ``TORCH_FASTER``, in float32, with at most ``SMALL_KERNEL`` taps on every
-    axis: a problem under ``TINY_FLOPS``; a call that records no gradient under
+    axis (longer in a 1-D training call, last below): a problem under ``TINY_FLOPS``; a call that records no gradient under
     ``IN_MODEL_FLOPS`` for its number of spatial axes; or one with a stride
     above 1, at most ``FEW_CHANNELS`` output channels per group, and three spatial axes or
     two under ``SMALL_2D_FLOPS``; or a 3-D call with kernel == stride that records gradients,
-    under ``SMALL_3D_RECORDED_FLOPS``.
+    under ``SMALL_3D_RECORDED_FLOPS``; or a 1-D or 2-D call that records gradients under
+    ``RECORDED_IN_MODEL_FLOPS`` (``_in_model_training``: in 1-D also longer kernels).
 
     Tiny problems: the issue's ``ConvTranspose1d/2d/3d(8, 8, 2, stride=2)`` on (1, 8, 4,
     ...) took 1.1-2.2x torch.nn's time on oneDNN in inference and 1.4-1.7x in a training
@@ -111,6 +120,26 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     and inference mode; 1.00-1.02x stock's, was 1.01-1.07x), UNETR (nine such layers)
     0.99x (two A/Bs of 40 rounds). Measuring such a layer alone
     (``tune=True``) times it warm: it does not overrule this.
+
+    Training calls in a model: the same holds for a training step's calls, at larger
+    sizes, and not through the layer's own time: a model's other ops run slower after
+    oneDNN's calls than after torch.nn's (MONAI's GAN generator, its ConvTranspose2d timed
+    inside the model: the Conv2d after each took 53-95 us more, where the three layers
+    together took what stock's took; one layer of the three on oneDNN already cost the
+    step 3-5%). Whole training steps, f32, every ConvTranspose layer on torch.nn's kernel
+    against every one on oneDNN's, each against stock (three in-process A/Bs of 21 rounds),
+    then the rule itself against ``ONEDNN_GRAPH_TORCH_KERNELS=off`` (three runs of
+    ``benchmarks/default_rule.py``): MONAI's GAN generator (three layers of 2.4-18.9 MFLOP)
+    0.99-1.02x stock's time with the rule, 1.01-1.08x on oneDNN; EnCodec 1.00-1.01
+    (1.00-1.04), Oobleck 0.99-1.02 (1.01-1.04), HiFi-GAN 0.98-1.02 (0.97-1.02), MONAI's 2-D
+    U-Net 1.00-1.03 (1.01-1.03), BasicUNet 0.99-1.01 (1.00-1.02), SAM's mask decoder
+    0.99-1.01 (1.00-1.06), DPT 0.99-1.02 (1.01-1.03): 43 of 48 pairs in its favour. Capped
+    at AVX2 (one A/B): the GAN 0.98x (1.10x on oneDNN), SAM 0.99 (0.98), EnCodec 0.99
+    (1.00), the 2-D U-Net 1.01 (1.00). In 3-D MONAI's U-Net (k3s2, 5-7 MFLOP) did not move
+    (1.00-1.05 either way), and DCGAN's first layer (26.2 MFLOP, kernel 4 at stride 1)
+    gained on oneDNN: so 1-D and 2-D calls under 24 MFLOP, kernels of at most 3 taps (in
+    1-D from 4 MFLOP up to twice the stride); bf16 is left to oneDNN (MONAI's GAN under
+    autocast: 0.91x stock's on oneDNN, 1.00x on torch.nn's).
 
     Measured with PyTorch 2.13 on a 2-core AMD EPYC Zen 4, 2 threads, f32, batch 1,
     kernels 2-4, stride 2, 16 and 64 input channels, 1-32 output channels, 8^3/16^3 and
@@ -146,9 +175,14 @@ def _rule(nsp: int, input_shape: tuple, weight_shape: tuple, stride: tuple, dtyp
         return None
     kernel = weight_shape[2:]
     per_group = weight_shape[1]
+    flops = 2 * math.prod(input_shape) * per_group * math.prod(kernel)
+    if recorded and _in_model_training(nsp, kernel, stride, flops):
+        return _Answer(f"torch.nn's kernel: faster {IN_A_MODEL} for a training call of "
+                       f"{flops / 1e6:.1f} MFLOP, where oneDNN's call costs the model's other ops more "
+                       f"than it saves, on oneDNN {version[0]}.{version[1]} {isa} (the default rule, "
+                       f"which a layer timed alone does not overrule)", measurable=False)
     if any(k > SMALL_KERNEL for k in kernel):
         return None
-    flops = 2 * math.prod(input_shape) * per_group * math.prod(kernel)
     if flops < TINY_FLOPS:
         return _Answer(f"torch.nn's kernel: faster for a problem of {flops / 1e3:.0f} kFLOP, where a "
                        f"call's fixed cost decides, on oneDNN {version[0]}.{version[1]} {isa} (the "
@@ -170,6 +204,17 @@ def _rule(nsp: int, input_shape: tuple, weight_shape: tuple, stride: tuple, dtyp
     return _Answer(f"torch.nn's kernel: faster for {per_group} output channel{'s' * (per_group > 1)} "
                    f"at stride {max(stride)} ({where}) on oneDNN {version[0]}.{version[1]} {isa} "
                    f"(the default rule; convert(..., tune=True) measures)")
+
+
+def _in_model_training(nsp: int, kernel: tuple, stride: tuple, flops: int) -> bool:
+    """Whether ``RECORDED_IN_MODEL_FLOPS`` takes a training call: 1-D or 2-D, from
+    ``TINY_FLOPS`` (below, the tiny rule's), kernels of at most ``SMALL_KERNEL`` taps, or
+    in 1-D from ``LONG_1D_KERNEL_FLOPS`` up to twice the stride."""
+    if not TINY_FLOPS <= flops < RECORDED_IN_MODEL_FLOPS.get(nsp, 0):
+        return False
+    if all(k <= SMALL_KERNEL for k in kernel):
+        return True
+    return nsp == 1 and flops >= LONG_1D_KERNEL_FLOPS and kernel[0] <= 2 * stride[0]
 
 
 # Layers whose calls are measured (convert(..., tune=True)); beside the layer, not in it.
