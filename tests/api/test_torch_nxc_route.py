@@ -258,3 +258,29 @@ def test_under_torch_compile_a_routed_plain_layer_keeps_the_packages_op(monkeypa
         explained = torch._dynamo.explain(model)(x)
     ops = [str(n.target) for g in explained.graphs for n in g.graph.nodes if n.op == "call_function"]
     assert any("conv_transpose_inference" in op for op in ops) == (route == "1"), ops
+
+
+@pytest.mark.torch_kernels  # (report() names torch.compile's choice only where it is made)
+def test_report_names_the_copies_only_for_layers_the_rule_can_route(monkeypatch):
+    monkeypatch.setattr(_via_nxc, "FORCED", "")  # the default rule (the environment's A/B switch off)
+    # What a layer fixes (2-D, groups 1, kernel == stride or twice it with half-stride pads,
+    # enough output channels for the family) decides whether any of its calls may run on
+    # copies; report() says "but for calls on channels-last copies" only then.
+    zen4, avx2 = ((3, 2), "avx512_core_bf16"), ((3, 2), "avx2")
+    head = torch.nn.ConvTranspose2d(256, 256, 2, 2)
+    keypoint, eight = torch.nn.ConvTranspose2d(512, 17, 4, 2, 1), torch.nn.ConvTranspose2d(512, 8, 4, 2, 1)
+    assert all(_via_nxc.may_route(m, *zen4) for m in (head, keypoint, eight))
+    assert _via_nxc.may_route(keypoint, *avx2) and not _via_nxc.may_route(eight, *avx2)  # from 16 there
+    for other in (torch.nn.ConvTranspose2d(64, 32, 3, 2, 1, 1),  # k3s2: not the rule's
+                  torch.nn.ConvTranspose2d(64, 32, 2, 2, groups=2),
+                  torch.nn.ConvTranspose3d(16, 16, 2, 2)):
+        assert not _via_nxc.may_route(other, *zen4)
+    assert not _via_nxc.may_route(head, (3, 13), "avx512_core_bf16")
+    assert not _via_nxc.may_route(head, (3, 2), "avx512_core_amx")
+    layer = ot.convert(torch.nn.Sequential(torch.nn.ConvTranspose2d(64, 32, 3, 2, 1, 1)))
+    with torch.inference_mode():
+        layer.eval()(torch.randn(1, 64, 8, 8))
+    assert "channels-last copies" not in ot.report(layer)[0].why
+    if _via_nxc.may_route(head):  # (a CPU family the rule was measured on)
+        layer = ot.convert(torch.nn.Sequential(torch.nn.ConvTranspose2d(64, 64, 2, 2)))
+        assert "but for calls on channels-last copies" in ot.report(layer)[0].why

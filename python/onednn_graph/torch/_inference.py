@@ -329,10 +329,12 @@ def describe(layer: torch.nn.Module) -> str:
     # (training calls in torch.compile's graph: ``_layer.forward_with``; a plain layer's
     # eval calls there: ``forward_plain``)
     compiled = _kernel_choice.training_in_graph(True)
+    # (only a layer some of whose calls can run on channels-last copies on this CPU family
+    # keeps the op for them: ``_via_nxc.routed_in_graph``)
+    copies = " but for calls on channels-last copies" if _via_nxc.may_route(layer) else ""
     if epilogue is None:
         return "in eval without gradients: weights packed once two calls in a row had them unchanged" + (
-            "; under torch.compile torch's convolution (measured faster there) but for calls on "
-            "channels-last copies" if compiled else "")
+            f"; under torch.compile torch's convolution (measured faster there){copies}" if compiled else "")
     training = "; under torch.compile its training calls torch's convolution (measured faster there)" \
         if compiled else ""
     done = ["weights packed once"]
@@ -343,8 +345,7 @@ def describe(layer: torch.nn.Module) -> str:
     if epilogue.next_layer is not None:
         done.append("its result channels-last for the next layer")
     if _kernel_choice.plain_in_graph(_plain(epilogue)):
-        done.append("under torch.compile torch's convolution (nothing to fold or fuse) but for calls "
-                    "on channels-last copies")
+        done.append(f"under torch.compile torch's convolution (nothing to fold or fuse){copies}")
     elif _kernel_choice.plain_in_graph(_apart_in_f32(layer, epilogue)):
         done.append("under torch.compile in float32 torch's convolution and the activation apart "
                     "(kernel == stride: measured faster there)")

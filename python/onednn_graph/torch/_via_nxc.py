@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 import torch
@@ -32,7 +32,7 @@ from .. import _core
 from .._impl import compiled as _compiled, lowering as _lowering
 from . import _native
 
-__all__ = ["axes_for", "routed", "routed_in_graph", "to_nxc", "scratch_nxc", "from_nxc"]
+__all__ = ["axes_for", "may_route", "routed", "routed_in_graph", "to_nxc", "scratch_nxc", "from_nxc"]
 
 _CHANNELS_LAST = {4: torch.channels_last, 5: torch.channels_last_3d}
 
@@ -93,13 +93,10 @@ def routed(call: Any, weight_shape: tuple, version: Optional[tuple[int, int]] = 
     s 0.52-0.76 at 2 x 128 x 16^3 but 1.01-1.18 at 1 x 64 x 16^3: not routed."""
     stride, pads_begin, pads_end, output_padding, dilation, groups = call.attrs
     family = ROUTED_ON.get((version or _lowering.LINKED, isa or _lowering.HOST_ISA))
-    if family is None or len(call.out_shape) != 4 or groups != 1 or any(d != 1 for d in dilation) \
-            or any(output_padding) or call.out_shape[1] < family[0]:
-        return False
     kernel = weight_shape[2:]
-    for k, s, pb, pe in zip(kernel, stride, pads_begin, pads_end):
-        if not ((k == s and pb == pe == 0) or (k == 2 * s and s % 2 == 0 and pb == pe == s // 2)):
-            return False
+    if family is None or len(call.out_shape) != 4 \
+            or not _geometry_routed(family, call.attrs, kernel, call.out_shape[1]):
+        return False
     n, co, spatial = call.out_shape[0], call.out_shape[1], call.out_shape[2:]
     inputs = [(o + pb + pe - k) // s + 1 for o, k, s, pb, pe in zip(spatial, kernel, stride, pads_begin, pads_end)]
     ci, positions, outputs = weight_shape[0], math.prod(inputs), math.prod(spatial)
@@ -113,6 +110,34 @@ class _Problem(NamedTuple):
 
     attrs: tuple
     out_shape: tuple
+
+
+def _geometry_routed(family: tuple[int, int], attrs: tuple, kernel: Sequence[int], out_channels: int) -> bool:
+    """``routed``'s rule on what a layer fixes (its attributes, kernel and output
+    channels), for a CPU family's (fewest channels, fewest FLOPs) `family`."""
+    stride, pads_begin, pads_end, output_padding, dilation, groups = attrs
+    if groups != 1 or any(d != 1 for d in dilation) or any(output_padding) or out_channels < family[0]:
+        return False
+    return all((k == s and pb == pe == 0) or (k == 2 * s and s % 2 == 0 and pb == pe == s // 2)
+               for k, s, pb, pe in zip(kernel, stride, pads_begin, pads_end))
+
+
+def may_route(layer: Any, version: Optional[tuple[int, int]] = None, isa: Optional[str] = None) -> bool:
+    """Whether some f32 NCX call of `layer` can run on channels-last copies by default on
+    this CPU family (``routed``, before the input's size is known): ``report`` names the
+    copies only for such layers."""
+    family = ROUTED_ON.get((version or _lowering.LINKED, isa or _lowering.HOST_ISA))
+    if FORCED == "1":
+        return len(layer.kernel_size) in (2, 3)
+    if family is None or FORCED == "0" or len(layer.kernel_size) != 2:
+        return False
+    return _geometry_routed(family, _attrs(layer), layer.kernel_size, layer.out_channels)
+
+
+def _attrs(layer: Any) -> tuple:
+    """`layer`'s attributes as the package's calls take them (symmetric pads)."""
+    return (list(layer.stride), list(layer.padding), list(layer.padding), list(layer.output_padding),
+            list(layer.dilation), layer.groups)
 
 
 def routed_in_graph(layer: Any, input: torch.Tensor) -> bool:
@@ -132,8 +157,7 @@ def routed_in_graph(layer: Any, input: torch.Tensor) -> bool:
         return False
     if FORCED == "1":
         return True
-    attrs = (list(layer.stride), list(layer.padding), list(layer.padding), list(layer.output_padding),
-             list(layer.dilation), layer.groups)
+    attrs = _attrs(layer)
     out_shape = _native.conv_transpose_shape(input, weight, *attrs)
     return routed(_Problem(attrs, tuple(out_shape)), tuple(weight.shape), alone=True)
 
