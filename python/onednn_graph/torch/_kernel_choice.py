@@ -70,7 +70,8 @@ SMALL_3D_RECORDED_FLOPS = 1 << 21
 #: model is 18.9 MFLOP; DCGAN's first (26.2 MFLOP, kernel 4) gained on oneDNN.
 RECORDED_IN_MODEL_FLOPS = {1: 24 << 20, 2: 24 << 20}
 #: From this many FLOPs the rule above takes 1-D calls with longer kernels too (up to twice
-#: the stride: the vocoders' upsamplers, 8-17 MFLOP); below, oneDNN's kernel 4 is the faster.
+#: the stride: the vocoders' upsamplers, 8-17 MFLOP, are what was measured in a model);
+#: below, oneDNN's (on tiny problems its kernel 4 ran 0.35-0.67x torch.nn's time).
 LONG_1D_KERNEL_FLOPS = 4 << 20
 #: How the rule's answer for ``IN_MODEL_FLOPS`` says where it holds (``report()``): a
 #: measurement of the layer alone (``tune=True``), its caches warm, does not see what it is
@@ -86,9 +87,8 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     ISA) pair of ``TORCH_FASTER``, in float32, with at most ``SMALL_KERNEL`` taps on every
     axis (longer in a 1-D training call, last below): a problem under ``TINY_FLOPS``; a
     call that records no gradient under ``IN_MODEL_FLOPS`` for its number of spatial
-    axes; or one with a stride
-    above 1, at most ``FEW_CHANNELS`` output channels per group, and three spatial axes or
-    two under ``SMALL_2D_FLOPS``; or a 3-D call with kernel == stride that records gradients,
+    axes; or one with a stride above 1, at most ``FEW_CHANNELS`` output channels per
+    group, and three spatial axes or two under ``SMALL_2D_FLOPS``; or a 3-D call with kernel == stride that records gradients,
     under ``SMALL_3D_RECORDED_FLOPS``; or a 1-D or 2-D call that records gradients under
     ``RECORDED_IN_MODEL_FLOPS`` (``_in_model_training``: in 1-D also longer kernels).
 
