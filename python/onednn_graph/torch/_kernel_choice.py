@@ -135,8 +135,8 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     (1.00-1.04), Oobleck 0.99-1.02 (1.01-1.04), HiFi-GAN 0.98-1.02 (0.97-1.02), MONAI's 2-D
     U-Net 1.00-1.03 (1.01-1.03), BasicUNet 0.99-1.01 (1.00-1.02), SAM's mask decoder
     0.99-1.01 (1.00-1.06), DPT 0.99-1.02 (1.01-1.03): 43 of 48 pairs in its favour. Capped
-    at AVX2 (one A/B): the GAN 0.98x (1.10x on oneDNN), SAM 0.99 (0.98), EnCodec 0.99
-    (1.00), the 2-D U-Net 1.01 (1.00). In 3-D MONAI's U-Net (k3s2, 5-7 MFLOP) did not move
+    at AVX2 (``benchmarks/default_rule.py`` once): the GAN 1.01x (1.06x on oneDNN), the
+    other seven 0.99-1.01 (1.00-1.03), 7 of 8 in its favour. In 3-D MONAI's U-Net (k3s2, 5-7 MFLOP) did not move
     (1.00-1.05 either way), and DCGAN's first layer (26.2 MFLOP, kernel 4 at stride 1)
     gained on oneDNN: so 1-D and 2-D calls under 24 MFLOP, kernels of at most 3 taps (in
     1-D from 4 MFLOP up to twice the stride). bf16 (autocast) is left to oneDNN: MONAI's
