@@ -92,7 +92,7 @@ def routed(call: Any, weight_shape: tuple, version: Optional[tuple[int, int]] = 
     and 0.92-0.96 (8 RoIs 0.98-1.02), DPT-style k == s == 4 0.91-0.92 and 0.98-0.99; 3-D k ==
     s 0.52-0.76 at 2 x 128 x 16^3 but 1.01-1.18 at 1 x 64 x 16^3: not routed."""
     stride, pads_begin, pads_end, output_padding, dilation, groups = call.attrs
-    family = ROUTED_ON.get((version or _lowering.LINKED, isa or _lowering.HOST_ISA))
+    family = _family(version, isa)
     kernel = weight_shape[2:]
     if family is None or len(call.out_shape) != 4 \
             or not _geometry_routed(family, call.attrs, kernel, call.out_shape[1]):
@@ -112,6 +112,11 @@ class _Problem(NamedTuple):
     out_shape: tuple
 
 
+def _family(version: Optional[tuple[int, int]], isa: Optional[str]) -> Optional[tuple[int, int]]:
+    """``ROUTED_ON``'s entry for a CPU family (by default this process's), or None."""
+    return ROUTED_ON.get((version or _lowering.LINKED, isa or _lowering.HOST_ISA))
+
+
 def _geometry_routed(family: tuple[int, int], attrs: tuple, kernel: Sequence[int], out_channels: int) -> bool:
     """``routed``'s rule on what a layer fixes (its attributes, kernel and output
     channels), for a CPU family's (fewest channels, fewest FLOPs) `family`."""
@@ -126,9 +131,9 @@ def may_route(layer: Any, version: Optional[tuple[int, int]] = None, isa: Option
     """Whether some f32 NCX call of `layer` can run on channels-last copies by default on
     this CPU family (``routed``, before the input's size is known): ``report`` names the
     copies only for such layers."""
-    family = ROUTED_ON.get((version or _lowering.LINKED, isa or _lowering.HOST_ISA))
     if FORCED == "1":
         return len(layer.kernel_size) in (2, 3)
+    family = _family(version, isa)
     if family is None or FORCED == "0" or len(layer.kernel_size) != 2:
         return False
     return _geometry_routed(family, _attrs(layer), layer.kernel_size, layer.out_channels)
