@@ -23,6 +23,7 @@ import statistics
 import time
 
 import numpy as np
+import suite  # round_order (the benchmarks' folder is the script's)
 
 import onednn_graph as og
 from onednn_graph._impl import call as _call, plan as _plan
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         times: dict = {k: [] for k in calls}
         for r in range(args.rounds):
             names = list(calls)
-            for name in names[r % len(names):] + names[:r % len(names)]:
+            for name in suite.round_order(names, r):
                 times[name].append(_timed(calls[name], args.calls))
         med = {k: statistics.median(v) for k, v in times.items()}
         print(f"{fmt}:\n\n| output channels | one call ms | default ms | default / one call | PyTorch ms | "

@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import models  # noqa: E402  (the model builders and their runner)
+import suite  # noqa: E402  (round_order)
 import torch  # noqa: E402
 
 import onednn_graph.torch as ot  # noqa: E402
@@ -54,7 +55,7 @@ def measure(build, train: bool, autocast: bool, rounds: int) -> tuple[dict[str, 
     times: dict[str, list[float]] = {k: [] for k in runs}
     names = list(runs)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in suite.round_order(names, r):
             start = time.perf_counter()
             for _ in range(2):
                 runs[name]()

@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                 batch[s] = max(1, int(args.target_ms * 1e-3 / max(suite._timed(fn, 2), 1e-7)))
             times: dict[str, list[float]] = {s: [] for s in found}
             for r in range(args.rounds):
-                order = list(found)[r % len(found):] + list(found)[:r % len(found)]
+                order = suite.round_order(list(found), r)
                 for s in order:
                     times[s].append(suite._timed(found[s], batch[s]))
             medians = {s: statistics.median(v) for s, v in times.items()}

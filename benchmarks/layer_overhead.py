@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import suite  # round_order (the benchmarks' folder is the script's)
 import torch
 
 import onednn_graph as og
@@ -166,7 +167,7 @@ def measure(nsp: int, rounds: int, calls: int) -> dict[str, Any]:
     try:
         names = list(timers)
         for r in range(rounds + 1):  # the first round warms up
-            for name in names[r % len(names):] + names[:r % len(names)]:
+            for name in suite.round_order(names, r):
                 got = _per_call(*timers[name], calls)
                 if r:
                     each[name].append(got[0])

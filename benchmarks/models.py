@@ -8,13 +8,14 @@ downloads), once as the library builds it ("stock": torch.nn's ConvTranspose lay
 and once through ``onednn_graph.torch.convert`` (the same parameters). For f32 and
 under ``torch.autocast("cpu", dtype=torch.bfloat16)``, inference (eval, ``torch.no_grad``)
 and one training step (forward, a mean-square loss, backward, an SGD step), the two
-run in interleaved rounds of a few calls each (the order rotating); the table gives the
-median time per call of each and the median of the per-round ratios converted/stock with
-the lowest and highest round (below 1: the converted model is faster), and beside it the
-same ratio for the model's ConvTranspose layers alone (each called on the input it had in
-the model, summed). "ConvTranspose share" is the part of the stock model's time in its
-ConvTranspose layers: the stock time less that of a copy whose ConvTranspose layers
-return a preallocated result (and zero gradients) at once. ``--check`` makes the run
+run in interleaved rounds of a few calls each (in an order balanced over the rounds:
+``suite.round_order``); the table gives the median time per call of each and the median
+of the per-round ratios converted/stock with the lowest and highest round (below 1: the
+converted model is faster), and beside it the same ratio for the model's ConvTranspose
+layers alone (each called on the input it had in the model, summed). "ConvTranspose
+share" is the part of the stock model's time in its ConvTranspose layers: the stock time
+less that of a copy whose ConvTranspose layers return a preallocated result (and zero
+gradients) at once. ``--check`` makes the run
 fail (exit 1) where a converted model's median ratio is over 1.00.
 
 The libraries are optional extras of the benchmarks (``models``), never dependencies
@@ -37,6 +38,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from train_conv_transpose import generator as _example_generator  # noqa: E402
+import suite  # noqa: E402  (round_order; the benchmarks' folder is the script's)
 
 import onednn_graph as og  # noqa: E402
 import onednn_graph.torch as ot  # noqa: E402
@@ -305,7 +307,7 @@ def measure(build: Callable[[], Built], train: bool, autocast: bool, rounds: int
             fn()
     names = list(runs)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in suite.round_order(names, r):
             start = time.perf_counter()
             for _ in range(calls):
                 runs[name]()
@@ -371,7 +373,7 @@ def measure_inference(build: Callable[[], Built], autocast: bool, rounds: int, c
     times: dict[str, list[float]] = {k: [] for k in runs}
     names = list(runs)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in suite.round_order(names, r):
             start = time.perf_counter()
             for _ in range(calls):
                 runs[name]()

@@ -5,10 +5,10 @@ ConvTranspose2d, after the converted one, and after controls that run neither (i
     python benchmarks/next_op.py [--size small|large] [--rounds N]
 
 Each round times one ``Conv2d`` forward (without gradients) on a fixed input right after
-each "before" call, the calls' order rotating from round to round; the table gives the
-median per "before" and its difference from the median after nothing. The Conv2d reads
-neither call's result, so a difference is what the earlier call left behind: in caches,
-branch predictors, the heap, the threads. The controls separate those: NumPy's FFT and
+each "before" call, in an order balanced over the rounds (``suite.round_order``); the
+table gives the median per "before" and its difference from the median after nothing.
+The Conv2d reads neither call's result, so a difference is what the earlier call left
+behind: in caches, branch predictors, the heap, the threads. The controls separate those: NumPy's FFT and
 torch.sort run other code on little data; writing 12 MB moves data and runs little code;
 each layer followed by a 2 ms sleep asks whether the difference fades (the sleep
 itself costs: OpenMP's waiting thread falls asleep and must be woken).
@@ -25,6 +25,7 @@ import time
 from typing import Callable
 
 import numpy as np
+import suite  # round_order (the benchmarks' folder is the script's)
 import torch
 
 import onednn_graph as og
@@ -84,7 +85,7 @@ def measure(size: str, rounds: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {name: [] for name in calls}
     names = list(calls)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in suite.round_order(names, r):
             times[name].append(timed(calls[name]))
     return times
 
