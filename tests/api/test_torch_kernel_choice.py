@@ -74,6 +74,29 @@ def test_in_a_model_a_1d_or_2d_training_call_under_24_mflop_goes_to_torch_nn():
     assert _rule(recorded=True, **dict(gan, where=((3, 13), "avx512_core_bf16"))) is None
 
 
+@pytest.mark.parametrize("recorded", [False, True])
+def test_in_a_model_a_small_2d_bf16_call_goes_to_torch_nn(recorded):
+    # MONAI's BasicUNet's ConvTranspose2d(64, 32, 2, 2) at batch 2 on 4^2 (0.5 MFLOP) and
+    # DPT's ConvTranspose2d(16, 16, 4, 4) on 8^2 (1.0 MFLOP), under bf16 autocast
+    def call(cin, cout, k, s, size, batch=2, dtype=torch.bfloat16, nsp=2, where=ZEN4):
+        return _kernel_choice.torch_nn_by_default(
+            nsp, (batch, cin) + (size,) * nsp, (cin, cout) + (k,) * nsp, (s,) * nsp, dtype, recorded, *where)
+    for why in (call(64, 32, 2, 2, 4), call(16, 16, 4, 4, 8)):
+        assert why is not None and _kernel_choice.IN_A_MODEL in why and "bf16 call" in why
+    assert _kernel_choice._rule(2, (2, 64, 4, 4), (64, 32, 2, 2), (2, 2), torch.bfloat16, recorded,
+                                *ZEN4).measurable is False  # a layer timed alone does not see it
+    assert call(64, 32, 2, 2, 4, dtype=torch.float32) is None or recorded  # f32: the other rules'
+    assert call(8, 8, 2, 2, 4, batch=1) is None  # 8 kFLOP: under the tiny bound, oneDNN's (0.51x alone)
+    assert call(32, 32, 3, 2, 8, batch=1) is not None  # kernel 3, 1.2 MFLOP
+    assert call(32, 32, 3, 2, 8, batch=2) is None  # 2.4 MFLOP: MONAI's U-Net's and GAN's sizes gain on oneDNN
+    assert call(16, 16, 4, 2, 8) is None  # kernel 4 at stride 2 (DCGAN's), not measured
+    assert call(16, 16, 2, 2, 4, nsp=3) is None  # 3-D: not measured
+    assert call(64, 32, 2, 2, 16, nsp=1) is None  # 1-D: not measured
+    assert call(64, 32, 2, 2, 4, dtype=torch.float16) is None
+    assert call(64, 32, 2, 2, 4, where=((3, 2), "avx2")) is None  # no bf16 kernels there
+    assert call(64, 32, 2, 2, 4, where=((3, 13), "avx512_core_bf16")) is None
+
+
 def test_in_one_dimension_the_training_rule_takes_vocoder_kernels_up_to_twice_the_stride():
     # Oobleck's ConvTranspose1d(32, 16, 8, 4) on 1024 samples at batch 2: 16.8 MFLOP
     def vocoder(k, s, length=1024, batch=2):
@@ -307,7 +330,7 @@ def test_under_torch_compile_kernel_equal_stride_leaves_the_activation_apart_in_
     torch.manual_seed(0)
     stock = torch.nn.Sequential(torch.nn.ConvTranspose2d(32, 16, 2, 2), act()).eval()
     ours = ot.convert(copy.deepcopy(stock), inference=True)
-    x = torch.randn(4, 32, 8, 8)
+    x = torch.randn(4, 32, 16, 16)  # 4.2 MFLOP: above the default rule's small bf16 calls
     with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
         got, want = torch.compile(ours, fullgraph=True)(x), stock(x)
     # f32: the same convolution; bf16: the inputs rounded alike, sums of 32 products in f32

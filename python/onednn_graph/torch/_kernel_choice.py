@@ -15,7 +15,8 @@ once per layer, input shape, dtype, memory format and whether the call records g
 * **The default rule** (``torch_nn_by_default``), where nothing was measured: f32 calls
   where a call's fixed cost decides (tiny problems), where oneDNN 3.2's strided kernels
   for few output channels lose (calls without gradients), and small 3-D training calls
-  with kernel == stride, on the CPU families measured.
+  with kernel == stride, on the CPU families measured; and in a model, small 1-D and 2-D
+  training calls in f32 and small 2-D calls in bf16.
 
 ``ONEDNN_GRAPH_TORCH_KERNELS=off`` in the environment (read at each decision) holds every
 call to oneDNN's kernel: no default rule, no measurement.
@@ -73,6 +74,15 @@ RECORDED_IN_MODEL_FLOPS = {1: 24 << 20, 2: 24 << 20}
 #: the stride: the vocoders' upsamplers, 8-17 MFLOP, are what was measured in a model);
 #: below, oneDNN's (on tiny problems its kernel 4 ran 0.35-0.67x torch.nn's time).
 LONG_1D_KERNEL_FLOPS = 4 << 20
+#: Below this many FLOPs (from ``TINY_FLOPS``) a 2-D bf16 call, with gradients recorded or
+#: not, with at most ``SMALL_KERNEL`` taps per axis or a kernel equal to its stride, runs
+#: torch.nn's kernel in a model, on the (oneDNN, ISA) pairs of ``BF16_IN_MODEL_ON``: MONAI's
+#: BasicUNet's and DPT's layers (0.5-1.0 MFLOP) are what was measured in a model; the next
+#: layers measured (2.25-2.4 MFLOP, MONAI's 2-D U-Net and GAN) gain on oneDNN's bf16 kernels.
+BF16_IN_MODEL_FLOPS = 2 << 20
+#: Where the bf16 rule was measured: AMD Zen 4, whose oneDNN 3.2 has bf16 kernels (an AVX2
+#: CPU has none: oneDNN runs bf16 as the f32 chain there, not measured in a model).
+BF16_IN_MODEL_ON: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2), "avx512_core_bf16")})
 #: How the rule's answer for ``IN_MODEL_FLOPS`` says where it holds (``report()``): a
 #: measurement of the layer alone (``tune=True``), its caches warm, does not see what it is
 #: about, and does not overrule it (``_Answer.measurable``).
@@ -90,7 +100,9 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     axes; or one with a stride above 1, at most ``FEW_CHANNELS`` output channels per
     group, and three spatial axes or two under ``SMALL_2D_FLOPS``; or a 3-D call with kernel == stride that records gradients,
     under ``SMALL_3D_RECORDED_FLOPS``; or a 1-D or 2-D call that records gradients under
-    ``RECORDED_IN_MODEL_FLOPS`` (``_in_model_training``: in 1-D also longer kernels).
+    ``RECORDED_IN_MODEL_FLOPS`` (``_in_model_training``: in 1-D also longer kernels). In
+    bf16, on the pairs of ``BF16_IN_MODEL_ON``: a 2-D call under ``BF16_IN_MODEL_FLOPS``
+    (``_in_model_bf16``: kernels of at most ``SMALL_KERNEL`` taps or equal to the stride).
 
     Tiny problems: the issue's ``ConvTranspose1d/2d/3d(8, 8, 2, stride=2)`` on (1, 8, 4,
     ...) took 1.1-2.2x torch.nn's time on oneDNN in inference and 1.4-1.7x in a training
@@ -139,10 +151,16 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     other seven 0.99-1.01 (1.00-1.03), 7 of 8 in its favour. In 3-D MONAI's U-Net (k3s2, 5-7 MFLOP) did not move
     (1.00-1.05 either way), and DCGAN's first layer (26.2 MFLOP, kernel 4 at stride 1)
     gained on oneDNN: so 1-D and 2-D calls under 24 MFLOP, kernels of at most 3 taps (in
-    1-D from 4 MFLOP up to twice the stride). bf16 (autocast) is left to oneDNN: MONAI's
-    GAN took 0.91x stock's step on oneDNN, 1.00x on torch.nn's; a bf16 rule for layers of
-    more than 4 output channels won in 7 of 8 models in one A/B and 3 of 8 in the next
-    (within 1-3% either way).
+    1-D from 4 MFLOP up to twice the stride). bf16 (autocast) is left to oneDNN above 2
+    MFLOP: MONAI's GAN took 0.91x stock's step on oneDNN, 1.00x on torch.nn's; a bf16 rule
+    for layers of more than 4 output channels won in 7 of 8 models in one A/B and 3 of 8 in
+    the next (within 1-3% either way). Below 2 MFLOP, 2-D (``BF16_IN_MODEL_FLOPS``): MONAI's
+    BasicUNet (four k2s2 layers of 0.5-1.0 MFLOP) took, against stock's time, 1.014-1.022
+    on oneDNN and 1.001-1.003 on torch.nn's in inference, 1.021-1.022 and 1.004-1.006 in a
+    training step; DPT (k4s4 and k2s2, 1.0 MFLOP each) 0.997-1.025 and 0.995-1.004 in
+    inference, 0.993-1.018 and 0.993-0.999 in a training step (in-process A/Bs of 31
+    rounds, bf16 autocast, 2026-11-30), where alone, warm, the same layers run 0.51-0.83x
+    torch.nn's time on oneDNN (torch.nn's bf16 call costs about 100 us at any size here).
 
     Measured with PyTorch 2.13 on a 2-core AMD EPYC Zen 4, 2 threads, f32, batch 1,
     kernels 2-4, stride 2, 16 and 64 input channels, 1-32 output channels, 8^3/16^3 and
@@ -155,7 +173,7 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     left to measurement, apart from small 3-D ones with kernel == stride: UNETR's six
     ConvTranspose3d(k = s = 2) under 2 MFLOP took 1.19-1.46x torch.nn's time in a training
     step (0.71-1.47x in inference alone; in a model, above), the sweep's 3-D kernel-2
-    shapes under 2 MFLOP 1.12-2.16x. bf16: torch.nn's CPU kernel is the slower one."""
+    shapes under 2 MFLOP 1.12-2.16x. bf16 alone: torch.nn's CPU kernel is the slower one."""
     rule = _rule(nsp, input_shape, weight_shape, stride, dtype, recorded, version, isa)
     return None if rule is None else rule.why
 
@@ -174,11 +192,16 @@ def _rule(nsp: int, input_shape: tuple, weight_shape: tuple, stride: tuple, dtyp
     """``torch_nn_by_default``'s answer with whether a measurement may overrule it."""
     version = version or _lowering.LINKED
     isa = isa or _lowering.HOST_ISA
-    if dtype != torch.float32 or (version, isa) not in TORCH_FASTER:
-        return None
     kernel = weight_shape[2:]
     per_group = weight_shape[1]
     flops = 2 * math.prod(input_shape) * per_group * math.prod(kernel)
+    if dtype == torch.bfloat16 and (version, isa) in BF16_IN_MODEL_ON and _in_model_bf16(nsp, kernel, stride, flops):
+        return _Answer(f"torch.nn's kernel: faster {IN_A_MODEL} for a bf16 call of {flops / 1e6:.1f} MFLOP, "
+                       f"where oneDNN's call costs the model's other ops more than it saves, on oneDNN "
+                       f"{version[0]}.{version[1]} {isa} (the default rule, which a layer timed alone does "
+                       f"not overrule)", measurable=False)
+    if dtype != torch.float32 or (version, isa) not in TORCH_FASTER:
+        return None
     if recorded and _in_model_training(nsp, kernel, stride, flops):
         return _Answer(f"torch.nn's kernel: faster {IN_A_MODEL} for a training call of "
                        f"{flops / 1e6:.1f} MFLOP, where oneDNN's call costs the model's other ops more "
@@ -218,6 +241,13 @@ def _in_model_training(nsp: int, kernel: tuple, stride: tuple, flops: int) -> bo
     if all(k <= SMALL_KERNEL for k in kernel):
         return True
     return nsp == 1 and flops >= LONG_1D_KERNEL_FLOPS and kernel[0] <= 2 * stride[0]
+
+
+def _in_model_bf16(nsp: int, kernel: tuple, stride: tuple, flops: int) -> bool:
+    """Whether ``BF16_IN_MODEL_FLOPS`` takes a bf16 call: 2-D, from ``TINY_FLOPS``, each
+    axis's kernel of at most ``SMALL_KERNEL`` taps or equal to its stride."""
+    return nsp == 2 and TINY_FLOPS <= flops < BF16_IN_MODEL_FLOPS and \
+        all(k <= SMALL_KERNEL or k == s for k, s in zip(kernel, stride))
 
 
 # Layers whose calls are measured (convert(..., tune=True)); beside the layer, not in it.
