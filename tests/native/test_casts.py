@@ -185,9 +185,9 @@ def test_ncx_nxc_transposes_copy_every_bit(rng, path, shape):
     square blocks (CastJob::transpose; AVX-512 transposes whole 16 x 16 blocks in
     registers, AVX2 their 8 x 8 quarters), with edge blocks where 16 divides neither
     extent, both ways, 2-D and 3-D, from one block to a Mask R-CNN head's input
-    (threaded), and the plain walk where a swapped axis is shorter than a block. The data are arbitrary f32 bit patterns, NaN
-    payloads and signalling NaNs among them (a copy moves bits, never values). Truth:
-    NumPy's transposing copy, bit for bit."""
+    (threaded), and the plain walk where a swapped axis is shorter than a block. The data
+    are arbitrary f32 bit patterns, NaN payloads and signalling NaNs among them (a copy
+    moves bits, never values). Truth: NumPy's transposing copy, bit for bit."""
     ncx = rng.integers(0, 1 << 32, shape, dtype=np.uint32).view(np.float32)
     to_nxc = tuple([0] + list(range(2, len(shape))) + [1])
     nxc = np.empty(tuple(shape[a] for a in to_nxc), np.float32)

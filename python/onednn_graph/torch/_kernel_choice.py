@@ -98,11 +98,12 @@ def torch_nn_by_default(nsp: int, input_shape: tuple, weight_shape: tuple, strid
     axis (longer in a 1-D training call, last below): a problem under ``TINY_FLOPS``; a
     call that records no gradient under ``IN_MODEL_FLOPS`` for its number of spatial
     axes; or one with a stride above 1, at most ``FEW_CHANNELS`` output channels per
-    group, and three spatial axes or two under ``SMALL_2D_FLOPS``; or a 3-D call with kernel == stride that records gradients,
-    under ``SMALL_3D_RECORDED_FLOPS``; or a 1-D or 2-D call that records gradients under
-    ``RECORDED_IN_MODEL_FLOPS`` (``_in_model_training``: in 1-D also longer kernels). In
-    bf16, on the pairs of ``BF16_IN_MODEL_ON``: a 2-D call under ``BF16_IN_MODEL_FLOPS``
-    (``_in_model_bf16``: kernels of at most ``SMALL_KERNEL`` taps or equal to the stride).
+    group, and three spatial axes or two under ``SMALL_2D_FLOPS``; or a 3-D call with
+    kernel == stride that records gradients, under ``SMALL_3D_RECORDED_FLOPS``; or a 1-D or
+    2-D call that records gradients under ``RECORDED_IN_MODEL_FLOPS``
+    (``_in_model_training``: in 1-D also longer kernels). In bf16, on the pairs of
+    ``BF16_IN_MODEL_ON``: a 2-D call under ``BF16_IN_MODEL_FLOPS`` (``_in_model_bf16``:
+    kernels of at most ``SMALL_KERNEL`` taps or equal to the stride).
 
     Tiny problems: the issue's ``ConvTranspose1d/2d/3d(8, 8, 2, stride=2)`` on (1, 8, 4,
     ...) took 1.1-2.2x torch.nn's time on oneDNN in inference and 1.4-1.7x in a training
@@ -195,7 +196,8 @@ def _rule(nsp: int, input_shape: tuple, weight_shape: tuple, stride: tuple, dtyp
     kernel = weight_shape[2:]
     per_group = weight_shape[1]
     flops = 2 * math.prod(input_shape) * per_group * math.prod(kernel)
-    if dtype == torch.bfloat16 and (version, isa) in BF16_IN_MODEL_ON and _in_model_bf16(nsp, kernel, stride, flops):
+    if dtype == torch.bfloat16 and (version, isa) in BF16_IN_MODEL_ON \
+            and _in_model_bf16(nsp, kernel, stride, flops):
         return _Answer(f"torch.nn's kernel: faster {IN_A_MODEL} for a bf16 call of {flops / 1e6:.1f} MFLOP, "
                        f"where oneDNN's call costs the model's other ops more than it saves, on oneDNN "
                        f"{version[0]}.{version[1]} {isa} (the default rule, which a layer timed alone does "
