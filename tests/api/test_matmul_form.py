@@ -58,6 +58,17 @@ def _problem(rng, kind, fmt, wfmt, groups, rank, dtype="f32", bias=False, batch=
     return arrays, kw
 
 
+def _one_position(rng, kind, fmt, wfmt, rank, groups=1, batch=3, small_channels=None, big_channels=None,
+                  strides=(1, 2, 3), kernel=(4, 3, 2), dtype="f32", bias=False):
+    """`_problem` with a small tensor of one position per sample and strides unlike the
+    kernel (a latent vector made a feature map): one window, whatever the stride."""
+    arrays, kw = _problem(rng, kind, fmt, wfmt, groups, rank, dtype=dtype, bias=bias, batch=batch,
+                          small_channels=small_channels, big_channels=big_channels,
+                          spatial=(1, 1, 1), kernel=kernel)
+    kw["strides"] = list(strides[:rank])
+    return arrays, kw
+
+
 def _as_matmul(kind, arrays, kw, out_meta=None):
     """The call prepared with the MatMul formulation as its way."""
     names = input_names(kind)[:len(arrays)]
@@ -75,14 +86,103 @@ LAYOUTS = [(kind, fmt, wfmt) for kind in KINDS for fmt in ("NCX", "NXC")
 
 @pytest.mark.parametrize("kind,fmt,wfmt", LAYOUTS)
 @pytest.mark.parametrize("rank", [1, 2, 3])
-def test_every_layout_and_rank_matches_the_reference(rng, kind, fmt, wfmt, rank):
+@pytest.mark.parametrize("geometry", ["kernel == stride", "one input position"])
+def test_every_layout_and_rank_matches_the_reference(rng, kind, fmt, wfmt, rank, geometry):
+    # one input position: kernel 4 at stride 1 (DCGAN's first layer), 3 at 2, 2 at 3: the
+    # windows never meet whatever the stride
+    problem = _problem if geometry == "kernel == stride" else _one_position
     for groups in (1, 2):
-        arrays, kw = _problem(rng, kind, fmt, wfmt, groups, rank, bias=kind == CT)
+        arrays, kw = problem(rng, kind, fmt, wfmt, groups=groups, rank=rank, bias=kind == CT)
         cp, prepared = _as_matmul(kind, arrays, kw)
         assert prepared.op.lowering.startswith(_lowering.AS_MATMUL)
         out = np.full(cp.result_shape, np.nan, np.float32)
         prepared.run(list(arrays), out)
         assert_call_matches_reference(kind, arrays, kw, out, "f32")
+
+
+@pytest.mark.parametrize("fmt,wfmt", [("NXC", "XOI"), ("NXC", "IOX"), ("NCX", "IOX")])
+@pytest.mark.parametrize("posts", [[], [("ReLU", {})], [("Elu", {"alpha": 0.5}), ("Tanh", {})]],
+                         ids=["none", "ReLU", "Elu, Tanh"])
+def test_constant_weights_and_post_ops(rng, fmt, wfmt, posts):
+    """A converted layer's inference call (``torch._inference``): the weights and bias
+    constant (their matrices made once and packed by oneDNN), unary post-ops fused; the
+    reference's op then its post-ops (one more f32 rounding each: within the bound,
+    which the post-ops' slopes here (at most 1) do not widen). The caller's arrays are
+    copied at build, so a later write to them changes nothing."""
+    for arrays, kw in (_one_position(rng, CT, fmt, wfmt, 2, batch=5, small_channels=24, big_channels=7,
+                                     strides=(1, 1), kernel=(4, 4), bias=True),
+                       _problem(rng, CT, fmt, wfmt, 1, 2, bias=True)):
+        if fmt == "NCX":  # (its MatMul takes no bias along rows: _bias_along_rows)
+            arrays = arrays[:2]
+        cp = _plan.plan_call(CT, input_names(CT)[:len(arrays)], arrays, dict(kw))
+        way = _lowering.matmul_way(cp.plan, cp.input_shapes, cp.native)
+        metas = [_compiled.meta(a) for a in arrays]
+        out = np.full(cp.result_shape, np.nan, np.float32)
+        form = _matmul_form.MatMulForm(way.kind, way.attrs, "f32", metas, _compiled.meta(out),
+                                       {i: a for i, a in enumerate(arrays) if i > 0}, posts=posts)
+        kept = [a.copy() for a in arrays]
+        for a in arrays[1:]:
+            a *= 3  # the form keeps its own copies
+        form.execute([arrays[0], *arrays[1:]], out)
+        if not posts:
+            assert_call_matches_reference(CT, kept, kw, out, "f32")
+            continue
+        want = R.post_ops(R.conv_transpose(*kept, **kw), [og.post.PostOp(k, tuple(a.items())) for k, a in posts])
+        # (sums of at most 24 products of numbers near 1, then functions of slope <= 1: the f32
+        # error stays near 1e-6 of the largest value; 1e-5 leaves room, a wrong sum is O(1))
+        np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_windows_that_meet_are_not_a_matmul(rng, kind):
+    # two input positions 1 apart, kernel 4: their windows overlap; pads make windows partial
+    wfmt = _registry.SPECS[kind].weights_formats[0]
+    arrays, kw = _problem(rng, kind, "NXC", wfmt, 1, 2, spatial=(2, 1), kernel=(4, 4))
+    kw["strides"] = [1, 1]
+    if kind == CBD:
+        kw["dst_shape"] = [3, 5, 4, 3]
+    elif kind == CTBD:
+        arrays[0] = random(rng, (3, 5, 4, 3), "f32")
+    elif kind == CTBW:
+        arrays[1] = random(rng, (3, 5, 4, 3), "f32")
+    cp = _plan.plan_call(kind, input_names(kind)[:len(arrays)], arrays, dict(kw))
+    assert _lowering.matmul_way(cp.plan, cp.input_shapes, cp.native) is None
+    arrays, kw = _one_position(rng, kind, "NXC", wfmt, 2)
+    cp = _plan.plan_call(kind, input_names(kind)[:len(arrays)], arrays, dict(kw))
+    assert _lowering.matmul_way(cp.plan, cp.input_shapes, cp.native) is not None
+    padded = dict(kw, pads_begin=[1, 0], pads_end=[1, 0])
+    if kind == CBD:
+        padded["dst_shape"] = [3, 2, 3, 3]
+    elif kind in (CTBD, CTBW):
+        return  # (their big tensor's shape would change with the pads: the CT/CBD cases hold)
+    cp = _plan.plan_call(kind, input_names(kind)[:len(arrays)], arrays, padded)
+    assert _lowering.matmul_way(cp.plan, cp.input_shapes, cp.native) is None
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("isa,version", [("avx512_core_bf16", (3, 2)), ("avx2", (3, 2)),
+                                         ("avx512_core_amx", (3, 2)), ("avx512_core_bf16", (3, 13))])
+def test_one_position_rule_where_measured(rng, kind, isa, version):
+    """DCGAN's first layer (100 -> 512, kernel 4 at stride 1, batch 16, 26 MFLOP) runs as
+    the MatMul by default in f32 where that was measured (Zen 4 natively and capped at
+    AVX2: ``MATMUL_ONE_POSITION``), in both data formats, from
+    ``MATMUL_ONE_POSITION_FROM_FLOPS``: its forward, ConvolutionBackwardData and weight
+    gradient, not its data gradient (0.65-4.1x); not in bf16 (1.1-3.2x natively)."""
+    wfmt = _registry.SPECS[kind].weights_formats[0]
+    measured = (version, isa) in _lowering.MATMUL_ONE_POSITION and kind != CTBD
+    for fmt in ("NXC", "NCX"):
+        arrays, kw = _one_position(rng, kind, fmt, wfmt, 2, batch=16, small_channels=100, big_channels=512,
+                                   strides=(1, 1), kernel=(4, 4))
+        cp = _plan.plan_call(kind, input_names(kind)[:len(arrays)], arrays, dict(kw))
+        assert cp.size.flops == 2 * 16 * 100 * 512 * 16
+        for dtype, flops, expected in (("f32", cp.size.flops, measured),
+                                       ("bf16", cp.size.flops, False),
+                                       ("f32", _lowering.MATMUL_ONE_POSITION_FROM_FLOPS - 1, False)):
+            way = _lowering.preferred(cp.plan, cp.input_shapes, cp.native, dtype, isa=isa, flops=flops,
+                                      version=version)
+            assert (way.kind == _matmul_form.MATMUL) == expected, (fmt, dtype, flops, way.lowering)
+            if expected:
+                assert "one input position" in way.lowering and isa in way.lowering
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

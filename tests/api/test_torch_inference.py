@@ -129,7 +129,8 @@ def test_a_few_channel_last_layer_runs_as_one_subpixel_convolution(channels_last
     ((16, 1, 3, 1, 1), None),            # stride 1, one output channel: the packed Convolution
     ((64, 3, 4, 4, 0), None),            # kernel == stride, three channels: the MatMul
     ((16, 1, 3, 1, 1), torch.nn.ReLU()),  # with its activation fused: the op as written
-], ids=["packed", "matmul", "packed, activation fused"])
+    ((64, 3, 4, 4, 0), torch.nn.ReLU()),  # the MatMul takes it as its post-op
+], ids=["packed", "matmul", "packed, activation fused", "matmul, activation fused"])
 @pytest.mark.parametrize("channels_last", [False, True], ids=["NCHW", "channels-last"])
 def test_a_faster_formulation_on_views_runs_prepared_once(layer, act, channels_last):
     # Where the default rules give the op a formulation on views of the arrays
@@ -149,7 +150,8 @@ def test_a_faster_formulation_on_views_runs_prepared_once(layer, act, channels_l
         assert [st for st, n in zip(got.stride(), got.shape) if n > 1] == \
             [st for st, n in zip(want.stride(), want.shape) if n > 1]
     # Which way the call took: a formulation on views where the rules give the op one on
-    # this CPU and no post-op is fused (the call has no native op then), else the op.
+    # this CPU and no post-op is fused or it takes post-ops (the MatMul, the sub-pixel
+    # Convolution; the call has no native op then), else the op.
     import numpy as np
     from onednn_graph._impl import lowering, plan
     fmt = "NXC" if channels_last else "NCX"
@@ -158,13 +160,53 @@ def test_a_faster_formulation_on_views_runs_prepared_once(layer, act, channels_l
                         [src, np.zeros((c, o, k, k), np.float32), np.zeros((o,), np.float32)],
                         dict(strides=[s, s], pads_begin=[p, p], pads_end=[p, p], data_format=fmt,
                              weights_format="IOX"))
-    on_views = lowering.formed(cp.way) is not None and act is None
-    assert (_inference._packed[id(model[0])][1].op is None) == on_views
+    on_views = lowering.formed(cp.way) in ("matmul", "subpixel") or (lowering.formed(cp.way) is not None
+                                                                    and act is None)
+    # (nor where the package lowers the op's epilogue: the functional API's fused call)
+    assert (_inference._packed[id(model[0])][1].op is None) == (on_views or cp.native.lowering != "native")
     with torch.no_grad():
         for m in (model, stock):
             m[0].weight.mul_(-0.5)
     with torch.inference_mode():
         assert _close(model(x), stock(x))
+
+
+@pytest.mark.parametrize("act", [torch.nn.ReLU(), torch.nn.LeakyReLU(0.2), None], ids=["ReLU", "LeakyReLU", "none"])
+def test_a_latent_vectors_layer_runs_as_one_matmul_with_its_epilogue(act):
+    # DCGAN's first block at its real width (100 -> 512, 1 x 1 -> 4 x 4, BatchNorm, an
+    # activation) at batch 16 (26 MFLOP): where the default rule makes a one-position input
+    # the MatMul (_impl.lowering.MATMUL_ONE_POSITION), the folded weights and bias are its
+    # constant matrices and the activation its post-op; its result channels-last for the
+    # next layer as before. Against stock, then after an in-place change of the weights and
+    # of the BatchNorm's statistics.
+    from onednn_graph._impl import lowering
+    torch.manual_seed(0)
+    stock = torch.nn.Sequential(torch.nn.ConvTranspose2d(100, 512, 4, 1, 0, bias=False), torch.nn.BatchNorm2d(512),
+                                *([act] if act else []), torch.nn.ConvTranspose2d(512, 8, 4, 2, 1)).eval()
+    with torch.no_grad():
+        stock[1].running_mean.uniform_(-0.5, 0.5)
+        stock[1].running_var.uniform_(0.5, 2.0)
+    model = ot.convert(copy.deepcopy(stock), inference=True)
+    z = torch.randn(16, 100, 1, 1)
+    first = model[0]
+    with torch.inference_mode():
+        for _ in range(2):
+            assert _close(model(z), stock(z))
+        block = len(stock) - 1
+        got, want = model[:block](z), stock[:block](z)
+        assert _close(got, want)
+        assert got.is_contiguous(memory_format=torch.channels_last)  # handed on channels-last
+    why = {r.path: r.why for r in ot.report(model)}["0"]
+    if (lowering.LINKED, lowering.HOST_ISA) in lowering.MATMUL_ONE_POSITION:
+        assert _inference._packed[id(first)][1].op is None
+        assert "packed inference: one MatMul" in why and "one input position" in why
+        assert why.endswith("its epilogue fused") == (act is not None)
+    with torch.no_grad():
+        for m in (model, stock):
+            m[0].weight.mul_(-0.5)
+            m[1].running_var.mul_(2.0)
+    with torch.inference_mode():
+        assert _close(model(z), stock(z))
 
 
 @pytest.mark.torch_kernels  # the default rule decides (not held to oneDNN)

@@ -114,6 +114,10 @@ class Formed:
     runs_in_f32 = False  # (``_as_f32.ChainOp``'s sense: bf16/f16 between TypeCasts)
     input_order: tuple[int, ...] = ()
     inner: Any = None
+    #: The inner op's inputs every call hands it (by position), and its unary post-ops
+    #: (the inner op is then the subclass's chain of them).
+    fixed: dict[int, np.ndarray] = {}
+    posts: tuple = ()
     inputs: list[Any]
     output: Any
     #: Which dtypes it runs: every one (the MatMul, through its f32 product), or f32 only.
@@ -138,15 +142,21 @@ class Formed:
         self._lock = threading.Lock()
 
     def _build(self, kind: str, attrs: dict[str, Any], dtype: str, metas: Sequence[tuple],
-               out: tuple, threads: int, compile: bool) -> None:
-        """Compile the inner op (or, unless `compile`, only describe its tensors)."""
+               out: tuple, threads: int, compile: bool, fixed: Optional[dict[int, np.ndarray]] = None,
+               inner: Any = None) -> None:
+        """Compile the inner op (or, unless `compile`, only describe its tensors): with
+        its inputs `fixed` (by position: the arrays every call hands it) compiled in as
+        constants; or take the subclass's compiled `inner` (the op with its post-ops)."""
         if compile:
-            self.inner = _compiled.CompiledOp(kind, attrs, dtype, metas, out, threads=threads)
+            self.inner = inner or _compiled.CompiledOp(kind, attrs, dtype, metas, out, fixed, threads=threads)
             self.compile_seconds, self.threads = self.inner.compile_seconds, self.inner.threads
             self.inputs, self.output = self.inner.inputs, self.inner.output
+            # (the inner op keeps its own copy of each: the one a call must hand it)
+            self.fixed = {p: self.inner.constants[p] for p in fixed or {}}
         else:
             self.inputs = [_core.LogicalTensor(i, dtype, m[0], m[1]) for i, m in enumerate(metas)]
             self.output = _core.LogicalTensor(len(metas), dtype, out[0], out[1])
+            self.fixed = dict(fixed or {})
         self.inner_op = _core.Op(0, kind, self.inputs, [self.output], attrs, kind)
 
     label = _compiled.CompiledOp.label
@@ -156,8 +166,9 @@ class Formed:
         return None
 
     def graph_ops(self) -> list[Any]:
-        """The op as handed to oneDNN (reproducers), on its own tensors."""
-        return [self.inner_op]
+        """The op as handed to oneDNN (reproducers), on its own tensors (with its post-ops:
+        the chain's ops)."""
+        return self.inner.graph_ops() if self.posts and self.inner is not None else [self.inner_op]
 
     def _check(self, name: str, array: np.ndarray, meta: tuple) -> None:
         if not isinstance(array, np.ndarray) or array.dtype != _arrays.numpy_dtype(self.dtype) or \

@@ -269,7 +269,7 @@ def alternatives(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
 #: ``NativeOp.kind`` of the MatMul formulation (``_impl.matmul_form``; its ``attrs``
 #: describe the op it computes), and its ``lowering``.
 MATMUL = "MatMul"
-AS_MATMUL = "one MatMul (kernel == stride: no two windows overlap)"
+AS_MATMUL = "one MatMul (no two kernel windows overlap)"
 
 
 def _bias_along_rows(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> bool:
@@ -278,28 +278,33 @@ def _bias_along_rows(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -
     (``_impl.matmul_form.orientation``). oneDNN 3.2's MatMul runs a bias along rows on its
     reference kernel (``ref:any``): 14-155 ms where the native op takes 0.07-0.54 ms
     (2-D, kernel 2 and 4, 3-16 channels, measured on AMD Zen 4, natively and capped at
-    AVX2). Neither the default nor tuning offers the MatMul there."""
+    AVX2). Neither the default nor tuning offers the MatMul there. (With one input position
+    per sample the MatMul runs over the whole batch, its bias along columns.)"""
     return plan.attrs.kind == _registry.CONV_TRANSPOSE and len(input_shapes) > 2 \
-        and plan.attrs.data_format == "NCX"
+        and plan.attrs.data_format == "NCX" and math.prod(shapes.data_spatial("NCX", input_shapes[0])) > 1
 
 
 def windows_apart(kind: str, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
                   pads_begin: Sequence[int], pads_end: Sequence[int], output_padding: Sequence[int],
                   small_spatial: Sequence[int], big_spatial: Sequence[int]) -> bool:
-    """Whether op `kind` of this geometry has no overlapping and no partial window: kernel ==
-    stride, dilation 1, no pads, no output_padding, the big tensor (ConvTranspose's dst)
-    exactly ``kernel * small`` per axis (ConvolutionBackwardData's floor leaves none over)."""
-    return kind in _registry.SPECS and tuple(kernel) == tuple(strides) and \
+    """Whether op `kind` of this geometry has no overlapping and no partial window: dilation 1,
+    no pads, no output_padding, the big tensor (ConvTranspose's dst) exactly ``kernel *
+    small`` per axis (ConvolutionBackwardData's floor leaves none over), and along each axis
+    kernel == stride or a small tensor of one position (one window: a latent vector made a
+    feature map, whatever the stride)."""
+    return kind in _registry.SPECS and \
+        all(k == s or x == 1 for k, s, x in zip(kernel, strides, small_spatial)) and \
         all(d == 1 for d in dilations) and not any(pads_begin) and not any(pads_end) and \
         not any(output_padding) and \
-        all(b == k * s for b, k, s in zip(big_spatial, kernel, small_spatial))
+        all(b == k * x for b, k, x in zip(big_spatial, kernel, small_spatial))
 
 
 def matmul_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
                why: str = "chosen by measurement") -> Optional[NativeOp]:
     """The call as one oneDNN MatMul and the package's rearrangement (``_impl.matmul_form``),
-    where kernel == stride, no pads, dilation 1 and no output_padding make each window
-    its own block of the output; None elsewhere."""
+    where kernel == stride (or one input position), no pads, dilation 1 and no
+    output_padding make each window its own block of the output (``windows_apart``); None
+    elsewhere."""
     a = plan.attrs
     if chosen.unreached or chosen.crop:
         return None
@@ -312,8 +317,9 @@ def matmul_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen:
                                 plan.pads_end, a.output_padding, shapes.data_spatial(fmt, small),
                                 shapes.data_spatial(fmt, big)):
         return None
-    attrs = dict(form="matmul", op=a.kind, strides=list(a.strides), groups=a.groups, data_format=fmt,
-                 weights_format=a.weights_format)
+    # (`kernel`: the block of the big tensor each small position feeds)
+    attrs = dict(form="matmul", op=a.kind, strides=list(a.strides), kernel=list(plan.kernel), groups=a.groups,
+                 data_format=fmt, weights_format=a.weights_format)
     return NativeOp(MATMUL, attrs, f"{AS_MATMUL} ({why})")
 
 
@@ -593,6 +599,15 @@ MATMUL_NXC_ABOVE_POSITIONS = 4
 #: as the MatMul too: AVX2, measured on AMD Zen 4 capped at AVX2 (``preferred``).
 MATMUL_WIDE_NXC: frozenset[tuple[tuple[int, int], str]] = frozenset({((3, 2), "avx2")})
 MATMUL_WIDE_FROM_CHANNELS = 32
+#: (oneDNN version, ISA) pairs where f32 ConvTranspose, ConvolutionBackwardData and
+#: ConvTransposeBackwardWeights (``MATMUL_ONE_POSITION_OPS``) whose small tensor is one
+#: position per sample (a latent vector made a feature map: DCGAN's first layer) run as the
+#: MatMul from ``MATMUL_ONE_POSITION_FROM_FLOPS``, in either data format: measured on AMD
+#: Zen 4, natively and capped at AVX2 (``preferred``).
+MATMUL_ONE_POSITION: frozenset[tuple[tuple[int, int], str]] = frozenset({
+    ((3, 2), "avx512_core_bf16"), ((3, 2), "avx2")})
+MATMUL_ONE_POSITION_OPS = (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA, _registry.CONV_TRANSPOSE_BWD_WEIGHTS)
+MATMUL_ONE_POSITION_FROM_FLOPS = 6 << 20
 #: Below this many FLOPs neither formulation on the package's views (the MatMul, the
 #: packed Convolution) is the default: their Python path and package copies cost tens
 #: of microseconds a call.
@@ -702,6 +717,21 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       8 rows, where a 16-channel and two kernel-4 shapes took 1.01-1.15x. Its other uses
       (ConvTransposeBackwardData and -Weights, more channels) won on some shapes and
       lost up to 15x on others: ``tune=True`` measures them.
+    * ConvTranspose, ConvolutionBackwardData and ConvTransposeBackwardWeights whose small
+      tensor has one position per sample (no pads, dilation 1, any stride: a latent vector
+      made a feature map), f32, either data format, from 6 MFLOP, as one MatMul
+      (``matmul_way``; ``MATMUL_ONE_POSITION``). In NCX its matrices are the arrays as they
+      lie (the batch's rows, the channel before the kernel positions: ``matmul_form``'s
+      "rows-ok"), where oneDNN 3.2 runs a per-sample deconvolution on blocked copies. On
+      AMD Zen 4 (tuning's timings, 13 shapes: 1-3 spatial axes, kernels 4-16, 64-512 input
+      channels, batch 1-64; DCGAN's 100 -> 512 k4 at batch 16: 26 MFLOP) from 6.6 MFLOP
+      in NXC 0.23-0.82x the native time but 0.94-1.07x on a k7 layer (128 -> 256, 51 MFLOP),
+      in NCX 0.20-0.47x; ConvolutionBackwardData 0.28-0.74x and 0.18-0.52x; the weight
+      gradient 0.16-0.61x and 0.11-0.39x. Capped at AVX2: 0.17-0.70x on every such row of
+      the four (NXC CT 0.37-0.69x). Below 6 MFLOP NXC lost on some shapes (1-3 MFLOP:
+      CT 1.02-1.48x, the weight gradient 1.06-2.19x) where NCX mostly won (0.38-1.04x).
+      Not ConvTransposeBackwardData (reading the big tensor: 0.65-4.1x), not bf16 (the
+      MatMul's f32 product: 0.60-3.2x natively).
     * ConvTranspose and ConvolutionBackwardData with stride 1, groups 1, NXC, f32, and
       few output channels, from 1 MFLOP, as the Convolution that computes several
       output positions per channel (``packed_way``): on AMD Zen 4 in NXC 0.12-0.92x
@@ -832,19 +862,30 @@ def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]],
                                   f"faster on oneDNN {version[0]}.{version[1]} for depthwise NXC on {isa}")
         if polyphase is not None:
             return polyphase
+    if (version, isa) in MATMUL_ONE_POSITION and dtype == "f32" and a.kind in MATMUL_ONE_POSITION_OPS \
+            and flops >= MATMUL_ONE_POSITION_FROM_FLOPS \
+            and all(x == 1 for x in shapes.data_spatial(a.data_format, input_shapes[0])):
+        matmul = matmul_way(plan, input_shapes, chosen, f"faster on oneDNN {version[0]}.{version[1]} for one "
+                            f"input position on {isa}")
+        if matmul is not None:
+            return matmul
     if a.kind == _registry.CONV_TRANSPOSE_BWD_WEIGHTS:
         return _weights_grad_split(plan, input_shapes, chosen, dtype, isa, version)
     if a.kind not in (_registry.CONV_TRANSPOSE, _registry.CONV_BWD_DATA):
         return None
     library = f"oneDNN {version[0]}.{version[1]}"
+    # (measured with kernel == stride: where only the one input position keeps the windows
+    # apart, the rule above decides)
+    kernel_is_stride = tuple(plan.kernel) == tuple(a.strides)
     per_group = channels // a.groups
-    if (version, isa) in MATMUL_FEW_CHANNELS and per_group < MATMUL_BELOW_CHANNELS \
+    if kernel_is_stride and (version, isa) in MATMUL_FEW_CHANNELS and per_group < MATMUL_BELOW_CHANNELS \
             and not _bias_along_rows(plan, input_shapes) \
             and (a.data_format == "NCX" or math.prod(plan.kernel) > MATMUL_NXC_ABOVE_POSITIONS):
         matmul = matmul_way(plan, input_shapes, chosen, f"faster on {library} for few output channels on {isa}")
         if matmul is not None:
             return matmul
-    if (version, isa) in MATMUL_WIDE_NXC and a.data_format == "NXC" and all(k == 2 for k in plan.kernel) \
+    if kernel_is_stride and (version, isa) in MATMUL_WIDE_NXC and a.data_format == "NXC" \
+            and all(k == 2 for k in plan.kernel) \
             and per_group >= MATMUL_WIDE_FROM_CHANNELS:
         return matmul_way(plan, input_shapes, chosen, f"faster on {library} for NXC kernel 2 on {isa}")
     if dtype == "f32" and _few_enough(channels, flops, a.data_format, version, isa):

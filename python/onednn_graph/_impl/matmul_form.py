@@ -1,6 +1,9 @@
-"""kernel == stride as one oneDNN MatMul: the op without overlapping windows.
+"""kernel == stride, or one input position, as one oneDNN MatMul: the op without
+overlapping windows.
 
-With kernel == stride, zero pads and dilation 1, no two kernel windows overlap:
+With kernel == stride (or a small tensor of one position per sample, whatever the
+stride: a latent vector made a feature map), zero pads and dilation 1, no two kernel
+windows overlap:
 each position of ConvTranspose's small tensor (its src; ConvolutionBackwardData's
 diff_dst) feeds one block of ``prod(kernel)`` positions of the big one (its dst),
 so each of the four ops is one matrix product per group over
@@ -30,7 +33,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import arrays as _arrays, formed as _formed, lowering as _lowering, registry as _registry
+from . import arrays as _arrays, as_f32 as _as_f32, formed as _formed, lowering as _lowering, registry as _registry
 
 #: ``NativeOp.kind`` of this formulation (``_lowering.matmul_way`` says when it applies).
 MATMUL = _lowering.MATMUL
@@ -50,7 +53,13 @@ ORIENTATIONS = {
     # weights (IOX, OIX) are then a plain matrix as they lie (the big tensor is copied
     # in either order).
     "columns-ok": {"small": ("ng", "c", "x"), "big": ("ng", "ok", "x"), "weights": ("ng", "ok", "c")},
+    # Rows with the channel first: channels-first data of one position per sample (a
+    # latent vector) is then, with channels-first weights, three plain matrices as they
+    # lie (the big tensor (N, O, k...) is N rows of O x k).
+    "rows-ok": {"small": ("g", "nx", "c"), "big": ("g", "nx", "ok"), "weights": ("g", "c", "ok")},
 }
+#: The orientations whose rows are positions (one matrix for the whole batch).
+ROW_ORIENTATIONS = ("rows", "rows-ok")
 
 
 def arranged(parts: _formed.Parts, orientation: str, role: str, groups: int) -> tuple[Axes, Axes, Axes]:
@@ -67,12 +76,16 @@ def arranged(parts: _formed.Parts, orientation: str, role: str, groups: int) -> 
     return tuple(axes(names) for names in ORIENTATIONS[orientation][role])  # type: ignore[return-value]
 
 
-def orientation(op: str, data_format: str, weights: _formed.Parts, groups: int) -> str:
+def orientation(op: str, data_format: str, weights: _formed.Parts, groups: int,
+                one_position: bool = False) -> str:
     """Channels-first data as one matrix per sample (its positions lie densely along
     rows of a channel), except for the weights gradient, whose product sums over the
     samples too: one matrix for the whole batch, as for channels-last data. Per
     sample, the rows run over the output channel first where that makes `weights`
-    (their parts) a matrix the MatMul reads in place."""
+    (their parts) a matrix the MatMul reads in place. Channels-first data of
+    `one_position` per sample: one matrix for the whole batch, channel first."""
+    if data_format == "NCX" and one_position:
+        return "rows-ok"
     if data_format != "NCX" or _registry.SPECS[op].weights_gradient:
         return "rows"
     batch, rows, cols = arranged(weights, "columns-ok", "weights", groups)
@@ -158,20 +171,28 @@ class Operand:
 
 
 class MatMulForm(_formed.Formed):
-    """A kernel == stride call as one compiled MatMul on matrices of the caller's arrays
+    """A call without overlapping windows as one compiled MatMul on matrices of the caller's arrays
     (``CompiledOp``'s arguments and interface; calls take the Python path).
-    `attrs` are the op's as ``lowering`` writes them (``op`` names it)."""
+    `attrs` are the op's as ``lowering`` writes them (``op`` names it). A constant input
+    (`constants`: a converted layer's folded weights and bias in inference) is made its
+    matrix once and compiled in as constant (oneDNN packs it once); unary `posts` act on
+    the product per element, so oneDNN fuses them into the MatMul's partition (a
+    ConvTranspose's activation, before the rearrangement as after it)."""
 
     def __init__(self, kind: str, attrs: dict[str, Any], dtype: str, inputs: Sequence[tuple],
                  output: tuple, constants: Optional[dict[int, np.ndarray]] = None,
-                 input_order: tuple[int, ...] = (), threads: int = 0, compile: bool = True) -> None:
+                 input_order: tuple[int, ...] = (), threads: int = 0, compile: bool = True,
+                 posts: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
         super().__init__(kind, attrs, dtype, inputs, output, constants)
         op = self.op_kind
         spec = _registry.SPECS[op]
         g, fmt, wfmt = attrs["groups"], attrs["data_format"], attrs["weights_format"]
-        kernel = attrs["strides"]
+        kernel = attrs["kernel"]
         w_meta = output if spec.weights_gradient else inputs[1]
-        self.orientation = orientation(op, fmt, _formed.weights_parts(op, wfmt, w_meta[0], w_meta[1], g), g)
+        small_meta = output if spec.reads_big else inputs[0]
+        one_position = math.prod(e for e, _ in _formed.small_parts(fmt, small_meta[0], small_meta[1], g)["x"]) == 1
+        self.orientation = orientation(op, fmt, _formed.weights_parts(op, wfmt, w_meta[0], w_meta[1], g), g,
+                                       one_position)
 
         def operand(role: str, parts: _formed.Parts, transpose: bool = False) -> Operand:
             return Operand(arranged(parts, self.orientation, role, g), dtype, transpose)
@@ -179,7 +200,7 @@ class MatMulForm(_formed.Formed):
         small = lambda meta: _formed.small_parts(fmt, meta[0], meta[1], g)  # noqa: E731
         big = lambda meta: _formed.big_parts(fmt, meta[0], meta[1], g, kernel)  # noqa: E731
         weights = lambda meta: _formed.weights_parts(op, wfmt, meta[0], meta[1], g)  # noqa: E731
-        rows = self.orientation == "rows"
+        rows = self.orientation in ROW_ORIENTATIONS
         self.bias: Optional[tuple[int, ...]] = None
         if spec.writes_big:  # ConvTranspose, ConvolutionBackwardData
             # rows: big = small @ W; columns: big^T = W^T @ small^T (per sample)
@@ -203,17 +224,31 @@ class MatMulForm(_formed.Formed):
         metas = [o.taken for o in self.operands]
         if self.bias is not None:
             metas.append((self.bias, _arrays.dense_strides(self.bias)))
-        self._build(MATMUL, {}, "f32", metas, self.result.matrix, threads, compile)
+        # The MatMul's inputs made once from constant ones (by position in the MatMul), dense
+        # (oneDNN packs them into its own layout once whatever they are).
+        fixed = {p: np.ascontiguousarray(o.matrix_of(self.constants[i], None if o.direct else
+                                                     np.empty(o.matrix[0], np.float32), 0))
+                 for p, (o, i) in enumerate(zip(self.operands, self.reads)) if i in self.constants}
+        if self.bias is not None and 2 in self.constants:
+            fixed[len(self.operands)] = self._tiled_bias(self.constants[2])
+        metas = [(fixed[p].shape, _arrays.dense_strides(fixed[p].shape)) if p in fixed else m
+                 for p, m in enumerate(metas)]
+        self.posts = tuple(posts)
+        inner = _as_f32.ChainOp(MATMUL, {}, "f32", metas, self.result.matrix, fixed, threads=threads, posts=posts,
+                                in_f32=False) if posts and compile else None
+        self._build(MATMUL, {}, "f32", metas, self.result.matrix, threads, compile, fixed, inner)
 
     def _scratch_arrays(self) -> list[Optional[np.ndarray]]:
-        return [None if o.direct else np.empty(o.matrix[0], np.float32)
-                for o in self.operands + [self.result]]
+        operands = [None if o.direct or p in self.fixed else np.empty(o.matrix[0], np.float32)
+                    for p, o in enumerate(self.operands)]
+        return operands + [None if self.result.direct else np.empty(self.result.matrix[0], np.float32)]
 
     def _bias_shape(self, groups: int) -> tuple[int, ...]:
         """The MatMul's bias: one value per column of the result (rows form) or per row
         (columns form), each of the kernel positions' copy of its channel's bias."""
-        extent = self.result.matrix[0][-1 if self.orientation == "rows" else -2]
-        if self.orientation == "rows":
+        rows = self.orientation in ROW_ORIENTATIONS
+        extent = self.result.matrix[0][-1 if rows else -2]
+        if rows:
             return (groups, 1, extent) if groups > 1 else (extent,)
         return (1, groups, extent, 1) if groups > 1 else (1, extent, 1)
 
@@ -223,7 +258,7 @@ class MatMulForm(_formed.Formed):
         g, positions = self.groups, self.kernel_positions
         assert self.bias is not None
         tiled = np.empty(self.bias, np.float32)
-        if self.orientation == "columns-ok":
+        if self.orientation in ("columns-ok", "rows-ok"):
             per_group = bias.reshape(g, -1, 1)
             shape = (g, per_group.shape[1], positions)
         else:
@@ -233,10 +268,11 @@ class MatMulForm(_formed.Formed):
         return tiled
 
     def _run(self, inputs: Sequence[np.ndarray], output: np.ndarray, scratch: list[Any]) -> None:
-        matrices = [o.matrix_of(inputs[i], s, self.threads)
-                    for o, i, s in zip(self.operands, self.reads, scratch)]
+        matrices = [self.fixed[p] if p in self.fixed else o.matrix_of(inputs[i], s, self.threads)
+                    for p, (o, i, s) in enumerate(zip(self.operands, self.reads, scratch))]
         if self.bias is not None:
-            matrices.append(self._tiled_bias(inputs[2]))
+            matrices.append(self.fixed[len(matrices)] if len(matrices) in self.fixed
+                            else self._tiled_bias(inputs[2]))
         r = self.result
         if r.direct:
             self.inner.execute(matrices, _formed.view(output, list(zip(*r.matrix))))

@@ -53,6 +53,7 @@ that the fake implementation gives the same strides.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import weakref
 from typing import Any, NamedTuple, Optional
@@ -62,7 +63,7 @@ import torch
 
 from .. import ops as _ops, post as _post
 from .._impl import (arrays as _arrays, as_f32 as _as_f32, call as _call, compiled as _compiled,
-                     kernels as _kernels, lowering as _lowering, plan as _plan)
+                     kernels as _kernels, lowering as _lowering, matmul_form as _matmul_form, plan as _plan)
 from . import (_kernel_choice, _layer, _library, _native, _routing, _subpixel, _via_nxc,
                functional as _functional)
 
@@ -894,12 +895,17 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
                                                geometry.stride, geometry.padding, geometry.output_padding,
                                                geometry.groups, geometry.dilation)
     fmt = _native.memory_format(input, weight)  # how the kernel reads the input
-    axes = _native.nxc_axes(fmt, input.dim())
     # What the stock layer writes (PyTorch's rule, from the input's format in the stock
     # model); what this one writes: that, or channels-last for the next layer.
     stock = stock_format if stock_format is not None and stock_format != torch.contiguous_format \
         else _native.memory_format(weight) if stock_format is not None else fmt
     out_fmt = _native._CHANNELS_LAST.get(input.dim(), stock) if hands_on else stock
+    if math.prod(input.shape[2:]) == 1:
+        # One position per sample (a latent vector: DCGAN's first layer) lies the same in
+        # either format: read as the result is written (channels-last data may run as the
+        # MatMul, ``_impl.lowering.MATMUL_ONE_POSITION``).
+        fmt = out_fmt
+    axes = _native.nxc_axes(fmt, input.dim())
     out_shape = tuple(call.out_shape)
     out_strides = _native.dense_strides(out_shape, out_fmt)
     arrays: tuple = (_native.view(w),) + (() if b is None else (_native.view(b),))
@@ -937,10 +943,20 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
     out_meta_strides = out_strides if axes is None else tuple(out_strides[a] for a in axes)
     if via is not None:  # (the result's copy: dense NXC)
         out_meta_strides = tuple(_native.dense_strides(out_meta_shape, torch.contiguous_format))
+    if _lowering.formed(cp.way) == "matmul":
+        # The MatMul is faster here (``_impl.lowering.preferred``: one input position, few
+        # output channels at kernel == stride): the folded weights and bias made its
+        # matrices once and compiled in as constants, the activation fused.
+        form = _matmul_form.MatMulForm(cp.way.kind, cp.way.attrs, _arrays.dtype_name(x.dtype),
+                                       [_compiled.meta(x)] + [_compiled.meta(a) for a in arrays],
+                                       (out_meta_shape, out_meta_strides), {i + 1: a for i, a in enumerate(arrays)},
+                                       cp.way.input_order, threads, posts=posts)
+        return _Packed(**made, fused=lambda x, target: form.execute([x, *arrays], target),
+                       lowering=_call.lowering_of(form, cp.way) + (", its epilogue fused" if posts else ""))
     if _lowering.formed(cp.way) is not None and not posts:
-        # A formulation on views of the arrays is faster here (``_impl.lowering.preferred``:
-        # few output channels as the packed Convolution or the MatMul): prepared once, on
-        # the folded weights. (Such forms take no post-op: with one the op runs as written.)
+        # Another formulation on views of the arrays is faster here (few output channels as
+        # the packed Convolution): prepared once, on the folded weights. (These forms take no
+        # post-op: with one the op runs as written.)
         prepared = _call.prepare(cp, [x, *arrays], out_meta=(out_meta_shape, out_meta_strides),
                                  threads=threads)
         return _Packed(**made, fused=lambda x, target: prepared.run([x, *arrays], target),
