@@ -185,6 +185,47 @@ def test_one_position_rule_where_measured(rng, kind, isa, version):
                 assert "one input position" in way.lowering and isa in way.lowering
 
 
+@pytest.mark.parametrize("isa,version", [("avx512_core_bf16", (3, 2)), ("avx2", (3, 2)),
+                                         ("avx512_core_amx", (3, 2))])
+def test_constant_bf16_weights_rule(rng, isa, version):
+    """With constant weights (made f32 once) a bf16 ConvTranspose of one input position
+    runs as the MatMul from ``MATMUL_ONE_POSITION_BF16_FROM_FLOPS`` where measured (Zen 4:
+    0.26-0.82x oneDNN's bf16 kernel from 16.8 MFLOP); never with weights given per call,
+    nor another op, an f32 call (``preferred`` decides those) or another way already taken."""
+    measured = (version, isa) in _lowering.MATMUL_ONE_POSITION_BF16
+    for kind in (CT, CBD):
+        wfmt = _registry.SPECS[kind].weights_formats[0]
+        arrays, kw = _one_position(rng, kind, "NXC", wfmt, 2, batch=16, small_channels=100, big_channels=512,
+                                   strides=(1, 1), kernel=(4, 4))
+        cp = _plan.plan_call(kind, input_names(kind)[:len(arrays)], arrays, dict(kw))
+        for dtype, flops, expected in (("bf16", cp.size.flops, measured and kind == CT),
+                                       ("bf16", _lowering.MATMUL_ONE_POSITION_BF16_FROM_FLOPS - 1, False),
+                                       ("f32", cp.size.flops, False)):
+            way = _lowering.constant_weights_way(cp.plan, cp.input_shapes, cp.native, cp.native, dtype, flops,
+                                                 isa=isa, version=version)
+            assert (way.kind == _matmul_form.MATMUL) == expected, (kind, dtype, flops)
+            if expected:
+                assert "constant bf16 weights" in way.lowering and isa in way.lowering
+    taken = _lowering.matmul_way(cp.plan, cp.input_shapes, cp.native, "already the default")
+    assert _lowering.constant_weights_way(cp.plan, cp.input_shapes, cp.native, taken, "bf16",
+                                          cp.size.flops, isa=isa, version=version) is taken
+
+
+def test_constant_bf16_weights_through_compile_op(rng):
+    """``compile_op(..., constant_weights=True)`` takes that rule on this CPU (the MatMul
+    where ``MATMUL_ONE_POSITION_BF16`` holds), within bf16's bound of the reference; with
+    the weights per call the op runs as ``preferred`` says."""
+    arrays, kw = _one_position(rng, CT, "NXC", "XOI", 2, dtype="bf16", batch=16, small_channels=100,
+                               big_channels=512, strides=(1, 1), kernel=(4, 4))
+    op = og.compile_op(CT, src=arrays[0], weights=arrays[1], constant_weights=True, **kw)
+    plain = og.compile_op(CT, src=arrays[0], weights=arrays[1], **kw)
+    cp = _plan.plan_call(CT, input_names(CT)[:2], arrays, dict(kw))
+    expected = (_version.linked_version(), og.system.cpu_isa()) in _lowering.MATMUL_ONE_POSITION_BF16
+    assert ("constant bf16 weights" in op.lowering) == expected
+    assert plain.lowering == cp.way.lowering
+    assert_call_matches_reference(CT, arrays, kw, op(arrays[0]), "bf16")
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("fmt", ["NCX", "NXC"])
 def test_depthwise_and_many_groups(rng, kind, fmt):

@@ -171,14 +171,16 @@ def test_a_faster_formulation_on_views_runs_prepared_once(layer, act, channels_l
         assert _close(model(x), stock(x))
 
 
+@pytest.mark.parametrize("bf16", [False, True], ids=["f32", "bf16 autocast"])
 @pytest.mark.parametrize("act", [torch.nn.ReLU(), torch.nn.LeakyReLU(0.2), None], ids=["ReLU", "LeakyReLU", "none"])
-def test_a_latent_vectors_layer_runs_as_one_matmul_with_its_epilogue(act):
+def test_a_latent_vectors_layer_runs_as_one_matmul_with_its_epilogue(act, bf16):
     # DCGAN's first block at its real width (100 -> 512, 1 x 1 -> 4 x 4, BatchNorm, an
     # activation) at batch 16 (26 MFLOP): where the default rule makes a one-position input
-    # the MatMul (_impl.lowering.MATMUL_ONE_POSITION), the folded weights and bias are its
-    # constant matrices and the activation its post-op; its result channels-last for the
-    # next layer as before. Against stock, then after an in-place change of the weights and
-    # of the BatchNorm's statistics.
+    # the MatMul (_impl.lowering.MATMUL_ONE_POSITION; in bf16 with its weights constant,
+    # MATMUL_ONE_POSITION_BF16), the folded weights and bias are its constant matrices and
+    # the activation its post-op; its result channels-last for the next layer as before.
+    # Against stock, then after an in-place change of the weights and of the BatchNorm's
+    # statistics; in bf16 within a few units of 2**-8 (each layer's result rounded).
     from onednn_graph._impl import lowering
     torch.manual_seed(0)
     stock = torch.nn.Sequential(torch.nn.ConvTranspose2d(100, 512, 4, 1, 0, bias=False), torch.nn.BatchNorm2d(512),
@@ -189,24 +191,27 @@ def test_a_latent_vectors_layer_runs_as_one_matmul_with_its_epilogue(act):
     model = ot.convert(copy.deepcopy(stock), inference=True)
     z = torch.randn(16, 100, 1, 1)
     first = model[0]
-    with torch.inference_mode():
+    tol = 3e-2 if bf16 else 1e-4
+    with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
         for _ in range(2):
-            assert _close(model(z), stock(z))
+            assert _close(model(z), stock(z), tol)
         block = len(stock) - 1
         got, want = model[:block](z), stock[:block](z)
-        assert _close(got, want)
+        assert got.dtype == want.dtype and _close(got, want, tol)
         assert got.is_contiguous(memory_format=torch.channels_last)  # handed on channels-last
     why = {r.path: r.why for r in ot.report(model)}["0"]
-    if (lowering.LINKED, lowering.HOST_ISA) in lowering.MATMUL_ONE_POSITION:
+    if (lowering.LINKED, lowering.HOST_ISA) in (lowering.MATMUL_ONE_POSITION_BF16 if bf16
+                                                 else lowering.MATMUL_ONE_POSITION):
         assert _inference._packed[id(first)][1].op is None
         assert "packed inference: one MatMul" in why and "one input position" in why
+        assert ("constant bf16 weights" in why) == bf16
         assert why.endswith("its epilogue fused") == (act is not None)
     with torch.no_grad():
         for m in (model, stock):
             m[0].weight.mul_(-0.5)
             m[1].running_var.mul_(2.0)
-    with torch.inference_mode():
-        assert _close(model(z), stock(z))
+    with torch.inference_mode(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+        assert _close(model(z), stock(z), tol)
 
 
 @pytest.mark.torch_kernels  # the default rule decides (not held to oneDNN)

@@ -139,6 +139,8 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
     them, `busy_threads` (> 0: the count others leave on a busy machine,
     ``_compiled.busy_threads``) replaces it.
     """
+    if constant is not None and cp.names[constant] == "weights":
+        cp = _plan.with_constant_weights(cp)
     kind, dtype, plan, input_shapes = cp.kind, cp.dtype, cp.plan, cp.input_shapes
     native, way, result_shape, out_perm = cp.native, cp.way, cp.result_shape, cp.out_perm
     if copied is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -231,6 +231,14 @@ def _runs_in(way: _lowering.NativeOp, dtype: str, plan: shapes.Plan,
     if way.input_order:
         taken = [taken[i] for i in way.input_order]
     return "f32" if _kernels.runs_in_f32(way.kind, way.attrs, dtype, taken, output, flops) else dtype
+
+
+def with_constant_weights(cp: CallPlan) -> CallPlan:
+    """`cp` for weights compiled in as constant (packed once): its way as
+    ``_lowering.constant_weights_way`` says for the dtype the op runs in."""
+    runs_in = _runs_in(cp.native, dtype_name(cp.dtype), cp.plan, cp.input_shapes, cp.size.flops)
+    way = _lowering.constant_weights_way(cp.plan, cp.input_shapes, cp.native, cp.way, runs_in, cp.size.flops)
+    return cp if way is cp.way else replace(cp, way=way)
 
 
 def plan_call(kind: str, names: Sequence[str], inputs: Sequence[Any],

@@ -926,6 +926,8 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
                                                  [x, *arrays], keywords)
     if cp is None:  # an empty batch: an empty result, nothing to compute
         return _Packed(**made, fused=lambda x, target: None)
+    if constant:
+        cp = _plan.with_constant_weights(cp)
     native = cp.native
     threads = _plan.threads(cp.size)
     busy = key[-2]
