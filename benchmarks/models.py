@@ -8,7 +8,8 @@ downloads), once as the library builds it ("stock": torch.nn's ConvTranspose lay
 and once through ``onednn_graph.torch.convert`` (the same parameters). For f32 and
 under ``torch.autocast("cpu", dtype=torch.bfloat16)``, inference (eval, ``torch.no_grad``)
 and one training step (forward, a mean-square loss, backward, an SGD step), the two
-run in interleaved rounds of a few calls each (in an order balanced over the rounds:
+run in interleaved rounds of a few calls each (``--calls``, more where they would last under
+``--round-ms``: ``suite.calls_per_round``; in an order balanced over the rounds:
 ``suite.round_order``); the table gives the median time per call of each and the median
 of the per-round ratios converted/stock with the lowest and highest round (below 1: the
 converted model is faster), and beside it the same ratio for the model's ConvTranspose
@@ -200,6 +201,16 @@ def keypoint_head() -> Built:
     return _KeypointPredictor(), (torch.randn(16, 512, 14, 14),), _mean_square
 
 
+#: A round's least length per runner (milliseconds), by default: a model shorter than this
+#: makes more calls a round than ``--calls`` (``suite.calls_per_round``).
+ROUND_MS = 30.0
+
+
+def _round_flag(args: argparse.Namespace) -> str:
+    """``--round-ms`` as the command line needs it to reproduce a table (the default: none)."""
+    return "" if args.round_ms == ROUND_MS else f" --round-ms {args.round_ms:g}"
+
+
 MODELS: dict[str, tuple[str, Callable[[], Built]]] = {
     "dcgan": ("DCGAN generator, BatchNorm + ReLU, batch 16", dcgan_generator),
     "dcgan-1": ("DCGAN generator, BatchNorm + ReLU, batch 1", lambda: dcgan_generator(1)),
@@ -288,7 +299,7 @@ def _runner(model: torch.nn.Module, inputs: tuple, loss: Callable[[Any], torch.T
 
 
 def measure(build: Callable[[], Built], train: bool, autocast: bool, rounds: int,
-            calls: int) -> dict[str, list[float]]:
+            calls: int, round_ms: float = 0.0) -> dict[str, list[float]]:
     """Milliseconds per call in each of interleaved rounds: the stock model, the converted
     one, the stock one without its ConvTranspose work ("rest"), and its ConvTranspose
     layers alone, stock and converted ("stock layers", "converted layers": each layer on
@@ -305,6 +316,7 @@ def measure(build: Callable[[], Built], train: bool, autocast: bool, rounds: int
     for fn in runs.values():
         for _ in range(2):  # compile, warm up
             fn()
+    calls = suite.calls_per_round(list(runs.values()), calls, round_ms)
     names = list(runs)
     for r in range(rounds):
         for name in suite.round_order(names, r):
@@ -346,7 +358,7 @@ def _layers_alone(model: torch.nn.Module, inputs: tuple, train: bool,
 
 
 def measure_inference(build: Callable[[], Built], autocast: bool, rounds: int, calls: int,
-                      compiled: bool) -> dict[str, list[float]]:
+                      compiled: bool, round_ms: float = 0.0) -> dict[str, list[float]]:
     """Milliseconds per call in each of interleaved rounds, in eval under
     ``torch.inference_mode``: the stock model and ``convert(model, inference=True)``, eager
     and (`compiled`) under ``torch.compile``."""
@@ -370,6 +382,7 @@ def measure_inference(build: Callable[[], Built], autocast: bool, rounds: int, c
     for fn in runs.values():
         for _ in range(3):  # compile, pack, warm up
             fn()
+    calls = suite.calls_per_round(list(runs.values()), calls, round_ms)
     times: dict[str, list[float]] = {k: [] for k in runs}
     names = list(runs)
     for r in range(rounds):
@@ -417,7 +430,7 @@ def main_inference(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     for key, title, build in _available(args.models, missing):
         for dtype, autocast in (("f32", False), ("bf16 autocast", True))[:1 if args.f32 else 2]:
-            t = measure_inference(build, autocast, args.rounds, args.calls, not args.eager)
+            t = measure_inference(build, autocast, args.rounds, args.calls, not args.eager, args.round_ms)
             row = [title, dtype, statistics.median(t["stock"]), statistics.median(t["converted"]),
                    _ratio(t["converted"], t["stock"])]
             if not args.eager:
@@ -429,14 +442,15 @@ def main_inference(args: argparse.Namespace) -> int:
     v = og.system.onednn_version()
     lines = [
         f"`python benchmarks/models.py --inference --rounds {args.rounds} --calls {args.calls}"
-        f"{' --eager' if args.eager else ''}{' --f32' if args.f32 else ''}"
+        f"{_round_flag(args)}{' --eager' if args.eager else ''}{' --f32' if args.f32 else ''}"
         f"{f' --threads {args.threads}' if args.threads else ''}"
         f"{' --keep-freed-memory' if args.keep_freed_memory else ''}` on {_version.cpu_model()} "
         f"(oneDNN ISA {og.system.cpu_isa()}), {torch.get_num_threads()} threads, oneDNN "
         f"{v.major}.{v.minor}.{v.patch}, PyTorch {torch.__version__}, "
         f"{time.perf_counter() - start:.0f} s. Eval under torch.inference_mode: the stock model "
         "and `convert(model, inference=True)`, eager and under torch.compile, in interleaved "
-        f"rounds of {args.calls} calls. Milliseconds per call, medians of {args.rounds} rounds; "
+        f"rounds of at least {args.calls} calls and {args.round_ms:g} ms. Milliseconds per call, "
+        f"medians of {args.rounds} rounds; "
         "converted/stock is the median of per-round ratios (lowest-highest round); below 1: "
         "the converted model is faster.",
         "",
@@ -456,7 +470,10 @@ def main_inference(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--calls", type=int, default=3, help="calls per round and model")
+    parser.add_argument("--calls", type=int, default=3, help="the fewest calls per round and model")
+    parser.add_argument("--round-ms", type=float, default=ROUND_MS,
+                        help="more calls per round where the slowest runner's fall short of this "
+                             "(short models: suite.calls_per_round); 0: --calls exactly")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--threads", type=int, default=0, help="0: PyTorch's default")
     parser.add_argument("--out", default=None)
@@ -483,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, title, build in _available(args.models, missing):
         for dtype, autocast in (("f32", False), ("bf16 autocast", True)):
             for mode, train in (("inference", False), ("training step", True)):
-                t = measure(build, train, autocast, args.rounds, args.calls)
+                t = measure(build, train, autocast, args.rounds, args.calls, args.round_ms)
                 stock, ours = statistics.median(t["stock"]), statistics.median(t["converted"])
                 ratio = _ratio(t["converted"], t["stock"])
                 layers = _ratio(t["converted layers"], t["stock layers"])
@@ -496,14 +513,15 @@ def main(argv: list[str] | None = None) -> int:
     ratios = [r[5][0] for r in rows]
     geomean = statistics.geometric_mean(ratios) if ratios else float("nan")
     lines = [
-        f"`python benchmarks/models.py --rounds {args.rounds} --calls {args.calls}"
+        f"`python benchmarks/models.py --rounds {args.rounds} --calls {args.calls}{_round_flag(args)}"
         f"{f' --threads {args.threads}' if args.threads else ''}"
         f"{' --keep-freed-memory' if args.keep_freed_memory else ''}` on {_version.cpu_model()} "
         f"(oneDNN ISA {og.system.cpu_isa()}), {torch.get_num_threads()} threads, oneDNN "
         f"{v.major}.{v.minor}.{v.patch}, PyTorch {torch.__version__}, "
         f"{time.perf_counter() - start:.0f} s. Milliseconds per call, medians of {args.rounds} "
-        "interleaved rounds; converted/stock is the median of per-round ratios (lowest-highest "
-        "round), below 1: the converted model is faster; \"layers alone\" the same for the "
+        f"interleaved rounds (of at least {args.calls} calls and {args.round_ms:g} ms); converted/stock "
+        "is the median of per-round ratios (lowest-highest round), below 1: the converted model is "
+        "faster; \"layers alone\" the same for the "
         "model's ConvTranspose layers called on their own inputs, summed.",
         "",
         f"Converted/stock geometric mean {geomean:.3f} over {len(rows)} rows; "

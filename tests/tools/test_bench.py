@@ -52,6 +52,18 @@ def test_round_order_balances_who_runs_before_and_right_after_whom():
     assert len({tuple(suite.round_order(names, 2 * p)) for p in range(8)}) > 1  # not one fixed order
 
 
+def test_calls_per_round_fill_the_round_from_the_slowest_runner(monkeypatch):
+    # A runner's one warm call is timed on a clock the test drives: 4 ms and 10 ms calls
+    # fill a 30 ms round in 3 calls each (the slowest decides), never fewer than asked for;
+    # without a round length the count asked for stands.
+    clock = iter([0.0, 0.004, 1.0, 1.010] * 3)
+    monkeypatch.setattr(suite.time, "perf_counter", lambda: next(clock))
+    runs = [lambda: None, lambda: None]
+    assert suite.calls_per_round(runs, 2, 30.0) == 3
+    assert suite.calls_per_round(runs, 5, 30.0) == 5
+    assert suite.calls_per_round(runs, 2, 0.0) == 2
+
+
 def test_cases_on_request_run_only_when_named():
     assert suite.selected("") == suite.CASES
     assert [c.name for c in suite.selected("tiny,conv-bwd-d-3d")] == ["tiny", "conv-bwd-d-3d"]
