@@ -731,10 +731,10 @@ def preferred(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: 
       AMD Zen 4 (tuning's timings, 13 shapes: 1-3 spatial axes, kernels 4-16, 64-512 input
       channels, batch 1-64; DCGAN's 100 -> 512 k4 at batch 16: 26 MFLOP) from 6.6 MFLOP
       in NXC 0.23-0.82x the native time but 0.94-1.07x on a k7 layer (128 -> 256, 51 MFLOP),
-      in NCX 0.20-0.47x; ConvolutionBackwardData 0.28-0.74x and 0.18-0.52x; the weight
-      gradient 0.16-0.61x and 0.11-0.39x. Capped at AVX2: 0.17-0.70x on every such row of
-      the four (NXC CT 0.37-0.69x). Below 6 MFLOP NXC lost on some shapes (1-3 MFLOP:
-      CT 1.02-1.48x, the weight gradient 1.06-2.19x) where NCX mostly won (0.38-1.04x).
+      in NCX 0.20-0.47x; ConvolutionBackwardData 0.28-0.90x and 0.18-0.52x; the weight
+      gradient 0.16-0.61x and 0.11-0.39x. Capped at AVX2: 0.12-0.85x on every such row of
+      the six (NXC CT 0.36-0.70x). Below 6 MFLOP NXC lost on some shapes (1-3 MFLOP:
+      CT 1.03-1.48x, the weight gradient 1.06-2.19x) where NCX mostly won (0.30-1.04x).
       Not ConvTransposeBackwardData (reading the big tensor: 0.65-4.1x), not bf16 (the
       MatMul's f32 product: 0.60-3.2x natively).
     * ConvTranspose and ConvolutionBackwardData with stride 1, groups 1, NXC, f32, and
