@@ -521,8 +521,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{time.perf_counter() - start:.0f} s. Milliseconds per call, medians of {args.rounds} "
         f"interleaved rounds (of at least {args.calls} calls and {args.round_ms:g} ms); converted/stock "
         "is the median of per-round ratios (lowest-highest round), below 1: the converted model is "
-        "faster; \"layers alone\" the same for the "
-        "model's ConvTranspose layers called on their own inputs, summed.",
+        "faster; \"layers alone\" the same for the model's ConvTranspose layers called on their "
+        "own inputs, summed.",
         "",
         f"Converted/stock geometric mean {geomean:.3f} over {len(rows)} rows; "
         f"{sum(r > 1.0 for r in ratios)} over 1.00, {sum(r > 1.05 for r in ratios)} over 1.05.",

@@ -108,11 +108,13 @@ def test_constant_weights_and_post_ops(rng, fmt, wfmt, posts):
     constant (their matrices made once and packed by oneDNN), unary post-ops fused; the
     reference's op then its post-ops (one more f32 rounding each: within the bound,
     which the post-ops' slopes here (at most 1) do not widen). The caller's arrays are
-    copied at build, so a later write to them changes nothing."""
-    for arrays, kw in (_one_position(rng, CT, fmt, wfmt, 2, batch=5, small_channels=24, big_channels=7,
-                                     strides=(1, 1), kernel=(4, 4), bias=True),
-                       _problem(rng, CT, fmt, wfmt, 1, 2, bias=True)):
-        if fmt == "NCX":  # (its MatMul takes no bias along rows: _bias_along_rows)
+    copied at build, so a later write to them changes nothing. One input position in NCX
+    takes its bias too (along the MatMul's columns: "rows-ok")."""
+    for one_position, (arrays, kw) in (
+            (True, _one_position(rng, CT, fmt, wfmt, 2, batch=5, small_channels=24, big_channels=7,
+                                 strides=(1, 1), kernel=(4, 4), bias=True)),
+            (False, _problem(rng, CT, fmt, wfmt, 1, 2, bias=True))):
+        if fmt == "NCX" and not one_position:  # (a bias along the MatMul's rows: _bias_along_rows)
             arrays = arrays[:2]
         cp = _plan.plan_call(CT, input_names(CT)[:len(arrays)], arrays, dict(kw))
         way = _lowering.matmul_way(cp.plan, cp.input_shapes, cp.native)
@@ -123,7 +125,7 @@ def test_constant_weights_and_post_ops(rng, fmt, wfmt, posts):
         kept = [a.copy() for a in arrays]
         for a in arrays[1:]:
             a *= 3  # the form keeps its own copies
-        form.execute([arrays[0], *arrays[1:]], out)
+        form.execute(list(arrays), out)
         if not posts:
             assert_call_matches_reference(CT, kept, kw, out, "f32")
             continue

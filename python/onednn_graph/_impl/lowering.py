@@ -856,15 +856,14 @@ def constant_weights_way(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]
     it took 0.26-0.82x the native time from 16.8 MFLOP in both data formats, 0.74-1.05x
     at 6.6-8.4 MFLOP, 0.97-2.57x below. DCGAN's first block under bf16 autocast in the
     inference mode: 0.25 ms against 0.43 at batch 16, 0.68 against 1.78 at batch 64."""
-    a = plan.attrs
-    if (version or LINKED, isa or HOST_ISA) not in MATMUL_ONE_POSITION_BF16 or dtype != "bf16" \
+    a, version, isa = plan.attrs, version or LINKED, isa or HOST_ISA
+    if (version, isa) not in MATMUL_ONE_POSITION_BF16 or dtype != "bf16" \
             or a.kind != _registry.CONV_TRANSPOSE or formed(way) is not None \
             or flops < MATMUL_ONE_POSITION_BF16_FROM_FLOPS \
             or any(x != 1 for x in shapes.data_spatial(a.data_format, input_shapes[0])):
         return way
-    v = version or LINKED
-    return matmul_way(plan, input_shapes, chosen, f"faster on oneDNN {v[0]}.{v[1]} for one input position "
-                      f"and constant bf16 weights on {isa or HOST_ISA}") or way
+    return matmul_way(plan, input_shapes, chosen, f"faster on oneDNN {version[0]}.{version[1]} for one input "
+                      f"position and constant bf16 weights on {isa}") or way
 
 
 def _formed_by_default(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]], chosen: NativeOp,
