@@ -135,6 +135,46 @@ def test_constant_weights_and_post_ops(rng, fmt, wfmt, posts):
         np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * float(np.abs(want).max()))
 
 
+@pytest.mark.parametrize("fmt,wfmt", [("NXC", "XOI"), ("NXC", "IOX"), ("NCX", "IOX"), ("NCX", "XOI")])
+@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("posts", [[], [("ReLU", {})]], ids=["plain", "ReLU"])
+def test_constant_weights_are_held_once_beside_onednn(rng, fmt, wfmt, groups, posts):
+    """A form's constant weights: its record of them (``constants``: what a caller hands
+    back, and ``Operation.weights``) and the matrix its inner op keeps are one array where
+    the matrix is the weights as they lie or a rearranged copy of which they are a view,
+    and never a further copy in the inner op: the weights twice with oneDNN's packed
+    copy, not three times (DCGAN's first layer: 3.3 MB each). With groups over the
+    channels a rearranged matrix may have no such view: then the record is a copy. Either
+    way the record holds the caller's values, and the results are the reference's."""
+    for arrays, kw in (_one_position(rng, CT, fmt, wfmt, 2, groups, batch=5, small_channels=4 * groups,
+                                     big_channels=3 * groups, strides=(1, 1), kernel=(4, 4), bias=True),
+                       _problem(rng, CT, fmt, wfmt, groups, 2, bias=True)):
+        if fmt == "NCX" and arrays[0].shape[2:] != (1, 1):
+            arrays = arrays[:2]  # (k == s NCX: a bias along the MatMul's rows, _bias_along_rows)
+        cp = _plan.plan_call(CT, input_names(CT)[:len(arrays)], arrays, dict(kw))
+        way = _lowering.matmul_way(cp.plan, cp.input_shapes, cp.native)
+        out = np.full(cp.result_shape, np.nan, np.float32)
+        form = _matmul_form.MatMulForm(way.kind, way.attrs, "f32", [_compiled.meta(a) for a in arrays],
+                                       _compiled.meta(out), {i: a for i, a in enumerate(arrays) if i > 0},
+                                       posts=posts)
+        p = form.reads.index(1)  # the weights' matrix
+        weights, matrix = form.constants[1], form.fixed[p]
+        assert np.array_equal(weights, arrays[1]) and not weights.flags.writeable
+        assert all(form.inner.constants[q] is m for q, m in form.fixed.items())  # kept, not copied
+        if groups == 1:
+            assert np.shares_memory(weights, matrix), (form.orientation, form.operands[p].direct)
+        form.execute(list(arrays[:1]) + [form.constants[i] for i in range(1, len(arrays))], out)
+        want = R.conv_transpose(*arrays, **kw)
+        if posts:
+            want = np.maximum(want, 0)
+        # (sums of at most 16 products of numbers near 1: f32 error near 1e-6 of the largest)
+        np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * float(np.abs(want).max()))
+        # The caller's own weights at that position are checked, not read; other arrays refused.
+        form.execute(list(arrays), out)
+        with pytest.raises(ValueError, match="input 1"):
+            form.execute([arrays[0], arrays[1][:1]] + list(arrays[2:]), out)
+
+
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_windows_that_meet_are_not_a_matmul(rng, kind):
     # two input positions 1 apart, kernel 4: their windows overlap; pads make windows partial

@@ -43,7 +43,7 @@ from .. import _core
 from . import (arrays as _arrays, batch_parts as _batch_parts, casts as _casts, compiled as _compiled,
                epilogue_apart as _epilogue_apart)
 from .arrays import dense_strides
-from .compiled import CompiledOp, private_copy
+from .compiled import CompiledOp, private_copies
 from ..errors import Error, UnsupportedError
 
 def dense_like(shape: Sequence[int], strides: Optional[Sequence[int]]) -> tuple[int, ...]:
@@ -330,14 +330,15 @@ class ChainOp:
                  constants: Optional[dict[int, np.ndarray]] = None,
                  input_order: tuple[int, ...] = (), threads: int = 0,
                  reason: str = "", needed: bool = True, rows: int = 0,
-                 posts: Sequence[tuple[str, dict[str, Any]]] = (), in_f32: bool = True) -> None:
+                 posts: Sequence[tuple[str, dict[str, Any]]] = (), in_f32: bool = True,
+                 owned: bool = False) -> None:
         self.kind, self.attrs, self.dtype = kind, attrs, dtype
         self.reason, self.needed = reason, needed
         self.input_order = ()  # execute() takes the caller's order; the op reorders
         self.lowering = "native"
         self.tuning: Optional[dict[str, float]] = None
         self.tuning_verdict = ""  # how tuning decided (_tuning.verdict)
-        self.constants = {i: private_copy(a) for i, a in (constants or {}).items()}
+        self.constants = private_copies(constants, owned)  # (`owned`: kept as they are)
         order = input_order or tuple(range(len(inputs)))
         #: Samples per part where the batch runs in parts (``_impl.batch_parts``), else 0; the
         #: caller's inputs whose first axis is the batch.

@@ -86,7 +86,7 @@ class CompiledOp:
                  inputs: Sequence[tuple], output: tuple,
                  constants: Optional[dict[int, np.ndarray]] = None,
                  input_order: tuple[int, ...] = (), threads: int = 0,
-                 output_dtype: Optional[str] = None, rows: int = 0) -> None:
+                 output_dtype: Optional[str] = None, rows: int = 0, owned: bool = False) -> None:
         self.kind, self.attrs, self.dtype = kind, attrs, dtype
         # `inputs`, `constants` and execute()'s arrays are in the caller's order;
         # the op takes caller position input_order[j] as its input j.
@@ -96,7 +96,7 @@ class CompiledOp:
         # compile_op(..., tune=True): median seconds per call of each lowering tried
         self.tuning: Optional[dict[str, float]] = None
         self.tuning_verdict = ""  # how tuning decided (_tuning.verdict)
-        self.constants = {i: private_copy(a) for i, a in (constants or {}).items()}
+        self.constants = private_copies(constants, owned)
         n = len(inputs)
         #: Samples per part where the batch runs in parts, else 0; the caller's inputs
         #: whose first axis is the batch.
@@ -169,6 +169,17 @@ def private_copy(array: np.ndarray) -> np.ndarray:
     copy = np.array(array, copy=True, order="C")
     copy.flags.writeable = False
     return copy
+
+
+def private_copies(constants: Optional[dict[int, np.ndarray]], owned: bool = False) -> dict[int, np.ndarray]:
+    """An op's constant inputs (by position) as its own read-only arrays: copies of the
+    caller's, or, where they are `owned` (a form's read-only matrices, made for the op and
+    written by nobody), the arrays themselves: one copy fewer of the weights, beside the
+    one oneDNN packs."""
+    if owned:
+        assert all(not a.flags.writeable for a in (constants or {}).values())
+        return dict(constants or {})
+    return {i: private_copy(a) for i, a in (constants or {}).items()}
 
 
 class CacheInfo(NamedTuple):

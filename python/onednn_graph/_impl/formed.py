@@ -145,13 +145,14 @@ class Formed:
                out: tuple, threads: int, compile: bool, fixed: Optional[dict[int, np.ndarray]] = None,
                inner: Any = None) -> None:
         """Compile the inner op (or, unless `compile`, only describe its tensors): with
-        its inputs `fixed` (by position: the arrays every call hands it) compiled in as
-        constants; or take the subclass's compiled `inner` (the op with its post-ops)."""
+        its inputs `fixed` (by position: the arrays every call hands it; the form's own
+        read-only arrays, which the inner op keeps as they are) compiled in as constants;
+        or take the subclass's compiled `inner` (the op with its post-ops, made so)."""
         if compile:
-            self.inner = inner or _compiled.CompiledOp(kind, attrs, dtype, metas, out, fixed, threads=threads)
+            self.inner = inner or _compiled.CompiledOp(kind, attrs, dtype, metas, out, fixed, threads=threads,
+                                                       owned=True)
             self.compile_seconds, self.threads = self.inner.compile_seconds, self.inner.threads
             self.inputs, self.output = self.inner.inputs, self.inner.output
-            # (the inner op keeps its own copy of each: the one a call must hand it)
             self.fixed = {p: self.inner.constants[p] for p in fixed or {}}
         else:
             self.inputs = [_core.LogicalTensor(i, dtype, m[0], m[1]) for i, m in enumerate(metas)]
@@ -184,6 +185,8 @@ class Formed:
         if len(inputs) != len(self.metas):
             raise ValueError(f"{self.op_kind}: expected {len(self.metas)} inputs, got {len(inputs)}")
         for i, (array, meta) in enumerate(zip(inputs, self.metas)):
+            if i in self.constants and array is self.constants[i]:
+                continue  # the form's own copy (a MatMul form's may be a view of its matrix)
             self._check(f"input {i}", array, meta)
         self._check("the output", output, self.out_meta)
         if not output.flags.writeable:

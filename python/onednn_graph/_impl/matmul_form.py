@@ -33,7 +33,8 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import _core
-from . import arrays as _arrays, as_f32 as _as_f32, formed as _formed, lowering as _lowering, registry as _registry
+from . import (arrays as _arrays, as_f32 as _as_f32, compiled as _compiled, formed as _formed, lowering as _lowering,
+               registry as _registry)
 
 #: ``NativeOp.kind`` of this formulation (``_lowering.matmul_way`` says when it applies).
 MATMUL = _lowering.MATMUL
@@ -135,6 +136,35 @@ def _transposed(meta: tuple[tuple[int, ...], tuple[int, ...]]) -> tuple[tuple[in
     return shape[:-2] + (shape[-1], shape[-2]), strides[:-2] + (strides[-1], strides[-2])
 
 
+#: The most elements a constant may have for ``_seen_as_input`` to look for its view: below
+#: 2 ** 24 each element's index is exact in float32, as its probe needs.
+_PROBED_ELEMENTS = 1 << 24
+
+
+def _seen_as_input(operand: "Operand", dense: np.ndarray, shape: tuple[int, ...]) -> Optional[np.ndarray]:
+    """The C-ordered input array of `shape` whose rearranged copy `operand` made in `dense`
+    (its scratch matrix), as a read-only view of `dense` (each of its axes one stride
+    there), or None where there is none. Found by rearranging the elements' own indices
+    the same way, and kept only where the view gives every index back."""
+    size = math.prod(shape)
+    if not 0 < size < _PROBED_ELEMENTS:
+        return None
+    probe = np.arange(size, dtype=np.float32).reshape(shape)
+    made = np.empty(dense.shape, np.float32)
+    operand.matrix_of(probe, made, 0)
+    where = np.empty(size, np.int64)
+    where[made.ravel().astype(np.int64)] = np.arange(size)  # where[k]: element k's place in `dense`
+    start = int(where[0])
+    steps = [int(where[s]) - start if e > 1 else 0 for e, s in zip(shape, _arrays.dense_strides(shape))]
+    if any(s < 0 for s in steps):
+        return None
+    strides = [s * dense.itemsize for s in steps]
+    strided = np.lib.stride_tricks.as_strided
+    if not np.array_equal(strided(made.ravel()[start:], shape, strides, writeable=False), probe):
+        return None
+    return strided(dense.ravel()[start:], shape, strides, writeable=False)
+
+
 class Operand:
     """One tensor of the call seen as a MatMul matrix: its axes in the caller's array
     (batch, rows, columns; element strides), and the matrix oneDNN reads or writes:
@@ -224,18 +254,33 @@ class MatMulForm(_formed.Formed):
         metas = [o.taken for o in self.operands]
         if self.bias is not None:
             metas.append((self.bias, _arrays.dense_strides(self.bias)))
-        # The MatMul's inputs made once from constant ones (by position in the MatMul), dense
-        # (oneDNN packs them into its own layout once whatever they are).
-        fixed = {p: np.ascontiguousarray(o.matrix_of(self.constants[i], None if o.direct else
-                                                     np.empty(o.matrix[0], np.float32), 0))
-                 for p, (o, i) in enumerate(zip(self.operands, self.reads)) if i in self.constants}
+        # The MatMul's inputs made once from constant ones (by position in the MatMul), read-only
+        # (oneDNN packs them into its own layout once whatever they are; the inner op keeps
+        # them as they are): a view of the form's copy where that is the matrix as it lies (a
+        # direct operand: IOX weights of one input position), else a rearranged copy, of
+        # which the form's record is then a view where one exists (channels-last weights).
+        # So the weights are held twice (here and packed by oneDNN), not three times.
+        fixed: dict[int, np.ndarray] = {}
+        for p, (o, i) in enumerate(zip(self.operands, self.reads)):
+            if i not in self.constants:
+                continue
+            if o.direct:
+                fixed[p] = o.matrix_of(self.constants[i], None, 0)
+                continue
+            dense = np.empty(o.matrix[0], np.float32)
+            fixed[p] = o.matrix_of(self.constants[i], dense, 0)
+            seen = _seen_as_input(o, dense, self.constants[i].shape) \
+                if self.constants[i].dtype == dense.dtype else None  # (bf16/f16: a widened copy)
+            if seen is not None:
+                self.constants[i] = seen
         if self.bias is not None and 2 in self.constants:
             fixed[len(self.operands)] = self._tiled_bias(self.constants[2])
-        metas = [(fixed[p].shape, _arrays.dense_strides(fixed[p].shape)) if p in fixed else m
-                 for p, m in enumerate(metas)]
+        for matrix in fixed.values():
+            matrix.flags.writeable = False
+        metas = [_compiled.meta(fixed[p]) if p in fixed else m for p, m in enumerate(metas)]
         self.posts = tuple(posts)
         inner = _as_f32.ChainOp(MATMUL, {}, "f32", metas, self.result.matrix, fixed, threads=threads, posts=posts,
-                                in_f32=False) if posts and compile else None
+                                in_f32=False, owned=True) if posts and compile else None
         self._build(MATMUL, {}, "f32", metas, self.result.matrix, threads, compile, fixed, inner)
 
     def _scratch_arrays(self) -> list[Optional[np.ndarray]]:

@@ -953,7 +953,7 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
                                        [_compiled.meta(x)] + [_compiled.meta(a) for a in arrays],
                                        (out_meta_shape, out_meta_strides), {i + 1: a for i, a in enumerate(arrays)},
                                        cp.way.input_order, threads, posts=posts)
-        kept = [form.constants[i + 1] for i in range(len(arrays))]  # (its copies: not the folded tensors)
+        kept = [form.constants[i + 1] for i in range(len(arrays))]  # (its own: not the folded tensors)
         return _Packed(**made, fused=lambda x, target: form.execute([x, *kept], target),
                        lowering=_call.lowering_of(form, cp.way) + (", its epilogue fused" if posts else ""))
     if _lowering.formed(cp.way) is not None and not posts:
