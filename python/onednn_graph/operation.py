@@ -151,6 +151,10 @@ def compile_op(kind: str, *, dtype: Optional[str] = None, constant_weights: bool
         constant = names.index("weights")
     # An array as_input had to copy (a layout oneDNN cannot describe) is copied on every call.
     copied = tuple(not _is_shape(inputs[n]) and a is not inputs[n] for n, a in zip(names, arrays))
+    if constant is not None:
+        # Compiled in as the C-ordered copy the op keeps (``_compiled.private_copy``): planned
+        # and compiled for that copy's strides, not for a view's the caller handed in.
+        arrays[constant] = np.ascontiguousarray(arrays[constant])
     if threads is not None and (type(threads) is not int or threads < 0):
         raise ValueError(f"compile_op: threads must be an int >= 0 (0: oneDNN's default), got {threads!r}")
     if threads and not _core.can_limit_threads():

@@ -225,6 +225,28 @@ def test_compile_op_refuses_what_it_was_not_compiled_for(rng):
                       constant_weights=True)
 
 
+@pytest.mark.parametrize("layout", ["transposed", "sliced", "first kernel axis fastest"])
+@pytest.mark.parametrize("latent", [True, False], ids=["one position (a MatMul)", "4 x 4"])
+def test_constant_weights_of_any_layout(rng, dtype, layout, latent):
+    """Constant weights handed in as a view (PyTorch's IOX weights transposed to XOI, every
+    8th input channel of a bigger array, the same values with the first kernel axis
+    fastest) are compiled in as the op's C-ordered copy: the op is planned for that copy,
+    not for the view's strides (before, the one-position MatMul read the copy with the
+    view's strides: wrong numbers or a crash; other calls refused every call)."""
+    spatial, o = ((1, 1), 64) if latent else ((4, 4), 16)  # (DCGAN's first layer: 26 MFLOP)
+    x = random(rng, (16, *spatial, 100), dtype)
+    iox = random(rng, (100 * (8 if layout == "sliced" else 1), o, 4, 4), dtype)
+    w = iox.transpose(2, 3, 1, 0) if layout != "sliced" else iox[::8].transpose(2, 3, 1, 0)
+    if layout == "first kernel axis fastest":
+        w = np.moveaxis(np.ascontiguousarray(np.moveaxis(w, 0, -1)), -1, 0)
+    assert not w.flags.c_contiguous
+    kw = dict(strides=1 if latent else 2)
+    op = og.compile_op("ConvTranspose", src=x, weights=w, constant_weights=True, **kw)
+    np.testing.assert_array_equal(op.weights, w)
+    for _ in range(2):  # (the second call reads oneDNN's packed copy)
+        assert_matches_reference(op(x), reference.conv_transpose, (x, w), kw, dtype, 100 * 16)
+
+
 def test_constant_weights_are_the_operations_own(rng, dtype):
     # oneDNN 3.2 caches a constant's reordered copy per compiled kernel, keyed
     # by the kernel, not the data. The operation owns a read-only copy of the

@@ -152,11 +152,13 @@ def _seen_as_input(operand: "Operand", dense: np.ndarray, shape: tuple[int, ...]
     probe = np.arange(size, dtype=np.float32).reshape(shape)
     made = np.empty(dense.shape, np.float32)
     operand.matrix_of(probe, made, 0)
-    where = np.empty(size, np.int64)
+    where = np.full(size, -1, np.int64)
     where[made.ravel().astype(np.int64)] = np.arange(size)  # where[k]: element k's place in `dense`
+    if (where < 0).any():  # (an element not in the matrix once: no view of it)
+        return None
     start = int(where[0])
     steps = [int(where[s]) - start if e > 1 else 0 for e, s in zip(shape, _arrays.dense_strides(shape))]
-    if any(s < 0 for s in steps):
+    if any(s < 0 for s in steps) or start + sum((e - 1) * s for e, s in zip(shape, steps)) >= made.size:
         return None
     strides = [s * dense.itemsize for s in steps]
     strided = np.lib.stride_tricks.as_strided
