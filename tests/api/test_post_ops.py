@@ -113,6 +113,28 @@ def test_a_lowered_op_runs_before_its_post_ops(rng):
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)  # f32, |y| < 10: see _check
 
 
+@pytest.mark.parametrize("fmt", ["NCX", "NXC"])
+@pytest.mark.parametrize("latent", [True, False], ids=["one position", "5 x 8"])
+def test_a_strided_bias_with_post_ops(rng, fmt, latent):
+    """A bias handed in as a view (every other element of a bigger array) with post-ops,
+    where the bias and post-ops run after oneDNN's kernel (stride 1: ``_impl.epilogue_apart``;
+    in NCX the bias is read as (C, 1, ...)): the view's step along the channels is the
+    bias's own (it was taken as 1: an internal error about "input 1"). f32, |y| < 10, at
+    most 100 terms: within 1e-4 (see _check)."""
+    # (one position: DCGAN's first layer, 1 x 1 -> 4 x 4, 26 MFLOP: the MatMul by default)
+    (n, spatial, o, k) = (16, (1, 1), 512, 4) if latent else (2, (5, 8), 16, 3)
+    x = random(rng, (n, 100, *spatial) if fmt == "NCX" else (n, *spatial, 100), "f32")
+    w = random(rng, (100, o, k, k), "f32") * 0.1  # IOX
+    b = random(rng, (2 * o,), "f32")[::2]
+    attrs = dict(strides=1, data_format=fmt, weights_format="IOX")
+    chain = [post.relu()]
+    got = og.conv_transpose(x, w, b, **attrs, post_ops=chain)
+    ref = og.reference.post_ops(og.reference.conv_transpose(x, w, b, **attrs), chain)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+    op = og.compile_op("ConvTranspose", src=x, weights=w, bias=b, **attrs, post_ops=chain)
+    np.testing.assert_allclose(op(x, w, b), ref, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("bad, error, match", [
     (post.relu, TypeError, "post_ops must be a list"),
     ([post.relu], TypeError, r"post_ops\[0\] must be an onednn_graph.post op"),

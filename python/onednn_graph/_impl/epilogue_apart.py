@@ -258,7 +258,9 @@ def split(ops: Sequence[Any], threads: int = 0) -> Optional[Split]:
         else:
             if fmt == "NCX":  # (C,) broadcasts along the last axis: (C, 1, ...) along NCX's channels
                 shape = (bias.shape[0],) + (1,) * len(op.attrs["strides"])
-                view = _core.LogicalTensor(next_tensor, bias.dtype, shape, (1,) * len(shape))
+                # (its step along the channels is the bias's own: a caller's strided bias)
+                step = bias.strides[0] if _known(bias) and bias.strides else 1
+                view = _core.LogicalTensor(next_tensor, bias.dtype, shape, (step,) + (1,) * (len(shape) - 1))
                 views[view.id] = (bias.id, shape)
                 bias, next_tensor = view, next_tensor + 1
             result.append(_core.Op(next_op, "Add", [own, bias], [y], {"auto_broadcast": "numpy"}, "Add"))
