@@ -114,3 +114,30 @@ def test_float64_stays_float64_and_runs_as_torch_nn():
         got, want = ours(x), theirs(x)
     assert got.dtype == torch.float64
     assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("inference", [False, True], ids=["convert", "inference=True"])
+@pytest.mark.parametrize("spatial", [1, 2], ids=["one position", "2 x 2"])
+@pytest.mark.parametrize("region, input_dtype", [(torch.bfloat16, torch.float16), (torch.float16, torch.bfloat16)],
+                         ids=["f16 input in a bf16 region", "bf16 input in an f16 region"])
+def test_an_input_of_the_other_low_dtype_in_eval(region, input_dtype, spatial, inference):
+    """Autocast casts a float16 input to its bf16 region (and back the other way), and so
+    does a converted layer's packed call in eval, on every call: it was packed for the
+    input's dtype and handed the cast input (calls after the first failed). Truth: stock
+    under the same region. Bound: relative to the largest output, 3e-2 (a BatchNorm folded
+    into bf16/f16 weights rounds them once more than stock does: ~2^-8 each; a wrong or
+    failed call is O(1))."""
+    torch.manual_seed(0)
+    stock = torch.nn.Sequential(torch.nn.ConvTranspose2d(100, 64, 4, 1, 0, bias=False),
+                                torch.nn.BatchNorm2d(64), torch.nn.ReLU()).eval()
+    with torch.no_grad():
+        stock[1].running_mean.uniform_(-0.5, 0.5)
+        stock[1].running_var.uniform_(0.5, 2)
+    model = ot.convert(stock, inference=inference)
+    x = torch.randn(16, 100, spatial, spatial).to(input_dtype)
+    with torch.no_grad(), torch.autocast("cpu", dtype=region):
+        want = stock(x).float()
+        for _ in range(3):  # the second call on packs (the plain conversion defers a call)
+            got = model(x)
+            assert got.dtype == region
+            assert (got.float() - want).abs().max() <= 3e-2 * want.abs().max()

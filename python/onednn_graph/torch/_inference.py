@@ -697,7 +697,8 @@ def _packed_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue
             return _composed(layer, input, weight, bias, epilogue)
         packed.packs = packs
         _keep(_packed, layer, packed)
-    out = packed.run(input if autocast is None or input.dtype == autocast else input.to(autocast))
+    out = packed.run(input.to(autocast) if autocast is not None and _functional._autocast_eligible(input, autocast)
+                     else input)
     if epilogue.next_layer is not None:
         _keep(_handed, epilogue.next_layer, (weakref.ref(out), packed.stock_format))
     return out
@@ -883,7 +884,9 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
     every call and keeps nothing of: ``REPACKS``); None where the package does not compute
     it (a dtype oneDNN does not take, data of another rank)."""
     nsp = weight.dim() - 2
-    dtype = autocast if autocast is not None and input.dtype in (torch.float32, autocast) else input.dtype
+    # (the dtype autocast casts the input to: a float16 input too, as stock's layer has it)
+    dtype = autocast if autocast is not None and (
+        input.dtype == autocast or _functional._autocast_eligible(input, autocast)) else input.dtype
     if input.dim() != nsp + 2 or not input.is_cpu or dtype not in _DTYPE_NAMES:
         return None
     with torch.no_grad():
