@@ -786,3 +786,22 @@ def test_a_model_cast_to_low_precision_keeps_its_batchnorm_apart(dtype):
     assert got.dtype == dtype
     assert err(got) <= 1.5 * err(want) + torch.finfo(dtype).eps * largest, (err(got), err(want))
     assert "not while its statistics are bf16/f16" in ot.report(model)[0].why
+
+
+@pytest.mark.parametrize("spatial", [1, 2], ids=["one position", "2 x 2"])
+def test_the_first_call_after_a_layer_hands_on_channels_last_has_stocks_layout(spatial):
+    """A layer with an activation fused hands its result channels-last to the next
+    converted layer; that layer's first call (the plain conversion packs on the second)
+    wrote its result in the layout it was handed, where the stock model's is contiguous
+    (a ``.view`` of it would then fail on the first call only). Every call: stock's strides
+    and values (f32 sums of at most 17 x 16 products in another order: 1e-5)."""
+    torch.manual_seed(0)
+    stock = torch.nn.Sequential(torch.nn.ConvTranspose2d(64, 17, 4, (1, 3)), torch.nn.GELU(),
+                                torch.nn.ConvTranspose2d(17, 8, 4, 2, 1)).eval()
+    model = ot.convert(stock, inference=True)
+    z = torch.randn(16, 64, spatial, spatial)
+    with torch.no_grad():
+        for _ in range(3):
+            got, want = model(z), stock(z)
+            assert got.stride() == want.stride()
+            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

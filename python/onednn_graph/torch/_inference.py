@@ -694,14 +694,14 @@ def _packed_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue
     if not fresh or type(packed) is _Seen:
         weight, bias = _layer.weight_and_bias(layer)
         if _unversioned(sources):  # no change to them would be seen: nothing is kept
-            return _composed(layer, input, weight, bias, epilogue)
+            return _composed(layer, input, weight, bias, epilogue, stock_format)
         packs = 0 if packed is None else packed.packs
         if deferred and not fresh:
             _keep(_packed, layer, _Seen(key, _stamp(sources), packs))
-            return _composed(layer, input, weight, bias, epilogue)
+            return _composed(layer, input, weight, bias, epilogue, stock_format)
         if autocast is None and _layer.runs_torch_nn(layer, input, weight, bias):
             if deferred:  # (``_layer``'s call: the next one takes the layer's lane)
-                return _composed(layer, input, weight, bias, epilogue)
+                return _composed(layer, input, weight, bias, epilogue, stock_format)
             packed = _OnTorch(layer, key, sources, weight, bias, epilogue)  # the faster kernel
         else:  # (past REPACKS, folded but not packed: oneDNN would keep every packing's weights)
             packed = _pack(geometry_of(layer), input, weight, bias, norm_of(epilogue.bn),
@@ -709,7 +709,7 @@ def _packed_call(layer: torch.nn.Module, input: torch.Tensor, epilogue: Epilogue
                            autocast, stock_format, epilogue.next_layer is not None, packs < REPACKS)
             packs = min(packs + 1, REPACKS)
         if packed is None:
-            return _composed(layer, input, weight, bias, epilogue)
+            return _composed(layer, input, weight, bias, epilogue, stock_format)
         packed.packs = packs
         _keep(_packed, layer, packed)
     out = packed.run(input.to(autocast) if autocast is not None and _functional._autocast_eligible(input, autocast)
@@ -726,13 +726,25 @@ _handed: dict[int, tuple[Any, tuple[Any, torch.memory_format]]] = {}
 
 
 def _composed(layer: torch.nn.Module, input: torch.Tensor, weight: torch.Tensor,
-              bias: Optional[torch.Tensor], epilogue: Epilogue) -> torch.Tensor:
+              bias: Optional[torch.Tensor], epilogue: Epilogue,
+              stock_format: Optional[torch.memory_format] = None) -> torch.Tensor:
     """The layer and its epilogue as PyTorch's ops and the package's layer compose them
     (differentiable: the folding is torch's, the op the package's, the activation the
-    module's own class's forward)."""
+    module's own class's forward); for an input another layer handed on channels-last
+    (`stock_format`: the stock model's input's format), in the layout the stock model's
+    result has."""
     w, b = fold(weight, bias, norm_of(epilogue.bn), layer.groups)
     y = _layer.forward_with(layer, input, w, b)
-    return y if epilogue.act is None else _activated(epilogue.act, y)
+    y = y if epilogue.act is None else _activated(epilogue.act, y)
+    if stock_format is None:
+        return y
+    return y.contiguous(memory_format=_stock_result_format(stock_format, weight))
+
+
+def _stock_result_format(stock_format: torch.memory_format, weight: torch.Tensor) -> torch.memory_format:
+    """The memory format of the stock layer's result for an input of `stock_format`
+    (PyTorch's rule: channels-last where the input or the weight is)."""
+    return stock_format if stock_format != torch.contiguous_format else _native.memory_format(weight)
 
 
 def _activated(act: torch.nn.Module, y: torch.Tensor) -> torch.Tensor:
@@ -915,8 +927,7 @@ def _pack(geometry: Geometry, input: torch.Tensor, weight: torch.Tensor, bias: O
     fmt = _native.memory_format(input, weight)  # how the kernel reads the input
     # What the stock layer writes (PyTorch's rule, from the input's format in the stock
     # model); what this one writes: that, or channels-last for the next layer.
-    stock = stock_format if stock_format is not None and stock_format != torch.contiguous_format \
-        else _native.memory_format(weight) if stock_format is not None else fmt
+    stock = _stock_result_format(stock_format, weight) if stock_format is not None else fmt
     out_fmt = _native._CHANNELS_LAST.get(input.dim(), stock) if hands_on else stock
     if math.prod(input.shape[2:]) == 1:
         # One position per sample (a latent vector: DCGAN's first layer) lies the same in
