@@ -435,9 +435,10 @@ class CompiledPartition:
             if v.is_output:
                 v.write_left_out(arrays[v.full.id], None if v.bias_id is None else arrays[v.bias_id])
         for n in self._partition._ops:
-            out = arrays.get(n.op.outputs[0].id) if n.zeroed is not None else None
-            if out is not None:
-                _arrays.zero_taps(out, *n.zeroed)
+            zeroed = n.zeroed
+            out = arrays.get(n.op.outputs[0].id) if zeroed is not None else None
+            if zeroed is not None and out is not None:
+                _arrays.zero_taps(out, *zeroed)
 
     def _tensor_for(self, t: _core.Tensor) -> _core.Tensor:
         lt = self._output_for(t.logical_tensor)
