@@ -171,7 +171,7 @@ def unreached_taps(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> 
     one position per sample, kernel 4, stride 3, pads 1 reaches a 2-wide diff_dst with the
     middle taps only), whose gradient is exactly zero: () where every tap is reached, and
     for the other ops. oneDNN 3.2's bf16 kernel never writes them (Zen 4, natively and
-    capped at AVX512_CORE: whatever its memory held, NaN among it), so the package does
+    capped at AVX512_CORE, and 3.13's: whatever its memory held, NaN among it), so the package does
     (``_call.Prepared``): an output the geometry alone fixes."""
     a = plan.attrs
     if a.kind != _registry.CONV_TRANSPOSE_BWD_WEIGHTS:
