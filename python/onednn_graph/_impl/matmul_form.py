@@ -136,35 +136,22 @@ def _transposed(meta: tuple[tuple[int, ...], tuple[int, ...]]) -> tuple[tuple[in
     return shape[:-2] + (shape[-1], shape[-2]), strides[:-2] + (strides[-1], strides[-2])
 
 
-#: The most elements a constant may have for ``_seen_as_input`` to look for its view: below
-#: 2 ** 24 each element's index is exact in float32, as its probe needs.
-_PROBED_ELEMENTS = 1 << 24
-
-
-def _seen_as_input(operand: "Operand", dense: np.ndarray, shape: tuple[int, ...]) -> Optional[np.ndarray]:
-    """The C-ordered input array of `shape` whose rearranged copy `operand` made in `dense`
-    (its scratch matrix), as a read-only view of `dense` (each of its axes one stride
-    there), or None where there is none. Found by rearranging the elements' own indices
-    the same way, and kept only where the view gives every index back."""
-    size = math.prod(shape)
-    if not 0 < size < _PROBED_ELEMENTS:
-        return None
-    probe = np.arange(size, dtype=np.float32).reshape(shape)
-    made = np.empty(dense.shape, np.float32)
-    operand.matrix_of(probe, made, 0)
-    where = np.full(size, -1, np.int64)
-    where[made.ravel().astype(np.int64)] = np.arange(size)  # where[k]: element k's place in `dense`
-    if (where < 0).any():  # (an element not in the matrix once: no view of it)
-        return None
-    start = int(where[0])
-    steps = [int(where[s]) - start if e > 1 else 0 for e, s in zip(shape, _arrays.dense_strides(shape))]
-    if any(s < 0 for s in steps) or start + sum((e - 1) * s for e, s in zip(shape, steps)) >= made.size:
-        return None
-    strides = [s * dense.itemsize for s in steps]
-    strided = np.lib.stride_tricks.as_strided
-    if not np.array_equal(strided(made.ravel()[start:], shape, strides, writeable=False), probe):
-        return None
-    return strided(dense.ravel()[start:], shape, strides, writeable=False)
+def _seen_as_input(operand: "Operand", dense: np.ndarray, constant: np.ndarray) -> Optional[np.ndarray]:
+    """`constant` (C-ordered) as a read-only view of `dense`, the rearranged copy `operand`
+    made of it, where each of its axes is one of the matrix's axes (not split into groups
+    and channels) and the view holds its values; else None."""
+    strides = []
+    for extent, step in zip(constant.shape, _arrays.dense_strides(constant.shape)):
+        if extent == 1:
+            strides.append(0)
+            continue
+        # (the canonical axis this one is: its extent and its stride in `constant`)
+        found = [s for (e, c), (_, s) in zip(operand.axes, operand.scratch_axes) if e == extent and c == step]
+        if len(found) != 1:
+            return None
+        strides.append(found[0] * dense.itemsize)
+    view = np.lib.stride_tricks.as_strided(dense, constant.shape, strides, writeable=False)
+    return view if np.array_equal(view, constant) else None
 
 
 class Operand:
@@ -271,7 +258,7 @@ class MatMulForm(_formed.Formed):
                 continue
             dense = np.empty(o.matrix[0], np.float32)
             fixed[p] = o.matrix_of(self.constants[i], dense, 0)
-            seen = _seen_as_input(o, dense, self.constants[i].shape) \
+            seen = _seen_as_input(o, dense, self.constants[i]) \
                 if self.constants[i].dtype == dense.dtype else None  # (bf16/f16: a widened copy)
             if seen is not None:
                 self.constants[i] = seen
