@@ -1,16 +1,17 @@
-"""A weights gradient's kernel taps that no product reaches are zeros, in every dtype.
+"""A weights gradient whose kernel taps read only padding, in every dtype.
 
 Where a ConvTransposeBackwardWeights call's src reaches its diff_dst with only some kernel
 taps (a src of one position per sample, kernel 4, stride 3, pads 1: a 2-wide diff_dst, the
-middle taps only), the other taps' gradient is exactly zero (``_lowering.unreached_taps``).
-oneDNN 3.2's bf16 kernel never writes them: they hold whatever its memory held, NaN among
-it. The package zeroes them after the call (``_call.Prepared``, the low-level graph's
-``CompiledPartition``): an output the geometry alone fixes.
+middle taps only), the other taps' gradient is exactly zero (``_kernels.unreached_taps``).
+oneDNN 3.2's bf16 kernel never writes them (they hold whatever its memory held, NaN among
+it), and in 3-D writes wrong values in the reached taps too. The package runs such a bf16 or
+f16 call in f32 between TypeCasts (``_kernels.probed``: a "wrong" kernel), whose f32 kernel is
+right: in the functional API, ``compile_op``, the low-level graph and a converted layer.
 
 What the memory holds depends on the process's history, so the calls run in a child whose
 fresh allocations glibc fills with the byte 0xFE (``MALLOC_PERTURB_=1``: bf16 -1.7e38):
-without the package's zeroing those taps come back as that, every time. Truth: the
-float64 reference (those taps exactly 0; the others within the dtype's rounding).
+on oneDNN's bf16 kernel those taps come back as that, every time. Truth: the float64
+reference (those taps exactly 0; the others within the dtype's rounding).
 """
 
 import itertools
@@ -23,7 +24,7 @@ import numpy as np
 import pytest
 
 from onednn_graph import shapes
-from onednn_graph._impl import lowering as _lowering
+from onednn_graph._impl import kernels as _kernels
 
 CT_BW = "ConvTransposeBackwardWeights"
 
@@ -76,6 +77,9 @@ CASES = [_case(dt, *c[:3], **c[3]) for dt in ("bf16", "f16", "f32") for c in (
     ((8, 1, 1, 32), (8, 16, 2, 17), (16, 4, 17, 32),
      dict(strides=[7, 3], pads_begin=[0, 1], pads_end=[0, 1], data_format="NXC", weights_format="XOI")),
     ((4, 16, 3), (4, 16, 6), (16, 16, 4), dict(strides=[2], pads_begin=[1], pads_end=[1], **NCX)),
+    # 3-D, a middle axis of one position: oneDNN's bf16 kernel got every tap wrong
+    ((2, 64, 5, 1, 8), (2, 2, 7, 2, 10), (64, 2, 3, 4, 3),
+     dict(strides=[1, 2, 1], pads_begin=[0, 1, 0], pads_end=[0, 1, 0], **NCX)),
 )]
 
 
@@ -89,18 +93,20 @@ def test_the_unreached_taps_are_the_ones_no_src_position_reaches():
         if o < 1:
             continue
         shapes_ = [(1, 2, x), (1, 3, o)]
-        plan = shapes.plan(CT_BW, shapes_, weights_shape=(2, 3, k), strides=[s], dilations=[d],
-                           pads_begin=[pb], pads_end=[pe], **NCX)
+        shapes.plan(CT_BW, shapes_, weights_shape=(2, 3, k), strides=[s], dilations=[d],
+                    pads_begin=[pb], pads_end=[pe], **NCX)  # (a valid call)
+        attrs = dict(NCX, weights_shape=[2, 3, k], strides=[s], dilations=[d], pads_begin=[pb], pads_end=[pe])
         want = tuple(t for t in range(k) if not any(0 <= s * i - pb + t * d < o for i in range(x)))
-        assert _lowering.unreached_taps(plan, shapes_) == ((want,) if want else ()), (x, k, s, d, pb, pe)
+        assert _kernels.unreached_taps(attrs, shapes_) == ((want,) if want else ()), (x, k, s, d, pb, pe)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="MALLOC_PERTURB_ is glibc's")
 def test_taps_no_product_reaches_are_zeros_in_every_dtype():
     """Functional API, compile_op and the low-level graph, in a child whose fresh memory is
     a non-zero pattern: every result within its dtype's rounding of the reference (one
-    rounding of sums of at most 16 products of numbers in [-1, 1): 16 * 2^-8 for bf16,
-    whose inputs are the reference's too), the unreached taps (exactly 0) included."""
+    rounding of sums of at most 140 products of numbers in [-1, 1) (the 3-D case): 16 *
+    2^-8 of the largest for bf16, whose inputs are the reference's too), the unreached taps
+    (exactly 0) included."""
     env = dict(os.environ, MALLOC_PERTURB_="1")
     done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(CASES)], capture_output=True,
                           text=True, env=env, timeout=600)

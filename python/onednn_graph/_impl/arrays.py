@@ -236,17 +236,6 @@ def fill_cropped(target: np.ndarray, data_format: str, amounts: Sequence[tuple[i
             target[tuple(index)] = value
 
 
-def zero_taps(weights: np.ndarray, weights_format: str, taps: Sequence[Sequence[int]]) -> None:
-    """Zero the kernel taps `taps` (per spatial axis) of `weights` in `weights_format`
-    (``_lowering.unreached_taps``: a weights gradient no product reaches)."""
-    first = 0 if weights_format[0] == "X" else 2  # XIO/XOI: kernel axes first, IOX/OIX: last
-    for axis, axis_taps in enumerate(taps, first):
-        if axis_taps:
-            index: list[Any] = [slice(None)] * weights.ndim
-            index[axis] = list(axis_taps)
-            weights[tuple(index)] = 0
-
-
 def element_strides(array: np.ndarray) -> list[int]:
     """Strides in elements; axes of extent <= 1 get their C-contiguous stride
     (their stride is never used, and oneDNN rejects some odd values)."""

@@ -74,25 +74,21 @@ class Prepared:
     """A compiled call and how to hand it the caller's arrays."""
 
     __slots__ = ("op", "output_shape", "dtype", "copy_inputs", "any_copy", "crop_input", "crop",
-                 "data_format", "out_perm", "zeroed", "direct", "__weakref__")
+                 "data_format", "out_perm", "direct", "__weakref__")
 
     def __init__(self, op: Any, output_shape: tuple[int, ...], dtype: np.dtype,
                  copy_inputs: tuple[bool, ...], crop_input: Optional[int],
                  crop: tuple[tuple[int, int], ...],
-                 data_format: str, out_perm: Optional[tuple[int, ...]],
-                 zeroed: Optional[tuple[str, tuple[tuple[int, ...], ...]]] = None) -> None:
+                 data_format: str, out_perm: Optional[tuple[int, ...]]) -> None:
         self.op, self.output_shape, self.dtype = op, output_shape, dtype
         self.copy_inputs, self.crop_input, self.crop = copy_inputs, crop_input, crop
         self.any_copy = any(copy_inputs)
         self.data_format, self.out_perm = data_format, out_perm
-        # (weights_format, kernel taps per axis) the package zeroes after the op: a weights
-        # gradient's taps no product reaches, which oneDNN's bf16 kernel leaves unwritten
-        self.zeroed = zeroed
         # The caller's arrays go to oneDNN as they are: a native call (a DirectCall,
         # or a ChainCall for an f32 chain) checks every buffer as execute_arrays
         # does, and runs the call.
         self.direct: Any = None
-        if not crop and out_perm is None and not self.any_copy and not zeroed:
+        if not crop and out_perm is None and not self.any_copy:
             self.direct = op.direct_call(output_shape, dtype)
 
     def run_direct(self, arrays: Sequence[Any], out: Any) -> Any:
@@ -107,25 +103,21 @@ class Prepared:
 
     def run(self, inputs: list[np.ndarray], out: np.ndarray) -> np.ndarray:
         """Execute on checked `inputs`, writing `out` (of ``output_shape``)."""
-        self._execute(inputs, out if self.out_perm is None else out.transpose(self.out_perm))
-        if self.zeroed is not None:
-            _arrays.zero_taps(out, *self.zeroed)
-        return out
-
-    def _execute(self, inputs: list[np.ndarray], target: np.ndarray) -> None:
+        target = out if self.out_perm is None else out.transpose(self.out_perm)
         if not self.crop:
             self.op.execute(inputs, target)
-            return
+            return out
         fmt = self.data_format
         if self.crop_input is not None:  # a backward op: drop diff_dst's unread tail
             inputs = list(inputs)
             inputs[self.crop_input] = _arrays.crop(inputs[self.crop_input], fmt, self.crop)
             self.op.execute(inputs, target)
-            return
+            return out
         self.op.execute(inputs, _arrays.crop(target, fmt, self.crop))
         # The left-out outputs lie outside every kernel window: they are
         # ConvTranspose's bias, or zeros (its bias-less form, ConvolutionBackwardData).
         _arrays.fill_cropped(target, fmt, self.crop, inputs[2] if len(inputs) > 2 else None)
+        return out
 
 
 def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional[tuple] = None,
@@ -243,12 +235,8 @@ def prepare(cp: _plan.CallPlan, inputs: Sequence[np.ndarray], out_meta: Optional
                 "lowering": op.lowering, "threads": op.threads, "seconds": op.tuning or {},
                 "in_f32": op.runs_in_f32, "verdict": op.tuning_verdict,
                 "default": op is default})
-    # A low-precision weights gradient's taps no product reaches: oneDNN 3.2's bf16 kernel
-    # leaves them unwritten, so they are zeroed after it (f32's kernels write them).
-    taps = _lowering.unreached_taps(plan, input_shapes) \
-        if dtype_name(dtype) in _arrays.LOW_PRECISION and not way.unreached else ()
     return Prepared(op, result_shape, dtype, copy_inputs, crop_input, way.crop,
-                    plan.attrs.data_format, out_perm, (plan.attrs.weights_format, taps) if taps else None)
+                    plan.attrs.data_format, out_perm)
 
 
 def _out_layout(out_meta: Optional[tuple]) -> Optional[tuple]:
@@ -308,7 +296,7 @@ def _compile(way: _lowering.NativeOp, dtype: str, arrays: list[np.ndarray], targ
         kernel, way.kind, way.attrs, dtype, flops, bias=len(taken) > 2)
     if kernel is not None and (kernel.status != "native" or faster):
         return _as_f32.ChainOp(*args, reason=_kernels.reason(kernel, dtype),
-                                needed=kernel.status == "none", rows=rows)
+                                needed=kernel.status in ("none", "wrong"), rows=rows)
     try:
         return _one_op(*args, rows=parts)
     except UnsupportedError as exc:

@@ -28,7 +28,8 @@ from ..errors import Error
 
 class Kernel(NamedTuple):
     """What oneDNN runs for one problem: ``status`` is ``"native"`` (an optimized
-    kernel), ``"reference"`` (only its reference kernel) or ``"none"``;
+    kernel), ``"reference"`` (only its reference kernel), ``"wrong"`` (an optimized kernel
+    that computes wrong values for it: ``probed``) or ``"none"``;
     ``implementation`` is oneDNN's name for it, or why there is none."""
 
     status: str
@@ -112,10 +113,38 @@ def probed(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[
     """The kernel of a bf16/f16 op of a kind the probe knows (``for_op``), else None.
     Only the low-precision dtypes' kernels depend on the CPU: f32 has optimized
     kernels on every instruction set oneDNN dispatches to (SSE4.1 up) and is never
-    probed, nor are other kinds."""
+    probed, nor are other kinds. A weights gradient with kernel taps that read only
+    padding (``unreached_taps``) has a "wrong" kernel: the chain runs it."""
     if dtype not in _arrays.LOW_PRECISION or kind not in _registry.SPECS:
         return None
-    return for_op(kind, attrs, dtype, input_shapes, output_shape)
+    kernel = for_op(kind, attrs, dtype, input_shapes, output_shape)
+    if kernel.status == "native" and kind == _registry.CONV_TRANSPOSE_BWD_WEIGHTS \
+            and unreached_taps(attrs, input_shapes):
+        return Kernel("wrong", kernel.implementation)
+    return kernel
+
+
+def unreached_taps(attrs: dict[str, Any], input_shapes: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
+    """Per spatial axis, the kernel taps of a ConvTransposeBackwardWeights call (its
+    attributes as oneDNN is handed them: explicit pads, weights_shape) that no position of
+    its src reaches in its diff_dst, whose gradient is exactly zero; () where every tap is
+    reached. A src of one position per sample, kernel 4, stride 3, pads 1 reaches a 2-wide
+    diff_dst with the middle taps only. oneDNN 3.2's bf16 kernel (Zen 4, natively and
+    capped at AVX512_CORE; 3.13's too) never writes such taps (inf, NaN, 1e-37 where 0 is
+    due), and in 3-D writes wrong values in the reached ones too (``ConvTranspose3d(64, 2,
+    (3, 4, 3), (1, 2, 1), (0, 1, 0))`` on (2, 64, 5, 1, 8): every tap; PyTorch 2.13's own
+    bf16 kernel alike). Its f32 kernels are right there."""
+    fmt, wfmt, weights = attrs["data_format"], attrs["weights_format"], attrs["weights_shape"]
+    src, dst = shapes.data_spatial(fmt, input_shapes[0]), shapes.data_spatial(fmt, input_shapes[1])
+    first = 0 if wfmt[0] == "X" else 2  # XIO/XOI: kernel axes first, IOX/OIX: last
+    kernel = weights[first:first + len(src)]
+    taps = []
+    for x, o, k, s, d, pb in zip(src, dst, kernel, attrs["strides"], attrs["dilations"], attrs["pads_begin"]):
+        # tap t writes position s * i - pb + t * d of diff_dst for src position i in [0, x)
+        lowest = [max(0, -((t * d - pb) // s)) for t in range(k)]  # the first i at or past 0
+        highest = [min(x - 1, (o - 1 + pb - t * d) // s) for t in range(k)]  # the last i before o
+        taps.append(tuple(t for t in range(k) if lowest[t] > highest[t]))
+    return tuple(taps) if any(taps) else ()
 
 
 def needs_f32(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[Sequence[int]],
@@ -243,6 +272,9 @@ def reason(kernel: Kernel | None, dtype: str) -> str:
         return f"{where} could not compile it in {dtype}"
     if kernel.status == "reference":
         return f"{where} has only its reference kernel for it in {dtype} ({kernel.implementation})"
+    if kernel.status == "wrong":
+        return (f"{where}'s {dtype} kernel for it ({kernel.implementation}) computes wrong values where "
+                "kernel taps read only padding")
     if kernel.status == "native":
         return f"faster than {where}'s own {dtype} kernel for it ({kernel.implementation})"
     return f"{where} has no {dtype} kernel for it"

@@ -165,28 +165,6 @@ def _pads_and_crop(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]
     return pads_begin, pads_end, crop, unreached
 
 
-def unreached_taps(plan: shapes.Plan, input_shapes: Sequence[Sequence[int]]) -> tuple[tuple[int, ...], ...]:
-    """Per spatial axis, the kernel taps of a ConvTransposeBackwardWeights call that no
-    position of its src reaches in its diff_dst (their windows fall in the pads: a src of
-    one position per sample, kernel 4, stride 3, pads 1 reaches a 2-wide diff_dst with the
-    middle taps only), whose gradient is exactly zero: () where every tap is reached, and
-    for the other ops. oneDNN 3.2's bf16 kernel never writes them (Zen 4, natively and
-    capped at AVX512_CORE, and 3.13's: whatever its memory held, NaN among it), so the package does
-    (``_call.Prepared``): an output the geometry alone fixes."""
-    a = plan.attrs
-    if a.kind != _registry.CONV_TRANSPOSE_BWD_WEIGHTS:
-        return ()
-    src = shapes.data_spatial(a.data_format, input_shapes[0])
-    dst = shapes.data_spatial(a.data_format, input_shapes[1])
-    taps = []
-    for x, o, k, s, d, pb in zip(src, dst, plan.kernel, a.strides, a.dilations, plan.pads_begin):
-        # tap t writes position s * i - pb + t * d of diff_dst for src position i in [0, x)
-        first = [max(0, -((t * d - pb) // s)) for t in range(k)]  # the first i at or past 0
-        last = [min(x - 1, (o - 1 + pb - t * d) // s) for t in range(k)]  # the last i before o
-        taps.append(tuple(t for t in range(k) if first[t] > last[t]))
-    return tuple(taps) if any(taps) else ()
-
-
 def native_output_padding(plan: shapes.Plan) -> bool:
     """Whether ConvTranspose's output_padding goes to oneDNN 3.2 as it is: below the
     stride, with pads >= 0 (its backend lets the primitive absorb it)."""

@@ -428,17 +428,11 @@ class CompiledPartition:
                 raise ValueError(f"{where}: expected an {role} {what} with id {v.full.id}")
 
     def _write_left_out(self, inputs: list[_core.Tensor], outputs: list[_core.Tensor]) -> None:
-        """Complete each cropped output: the positions its op left out (``View``); and zero
-        a low-precision weights gradient's taps no product reaches (``Native.zeroed``)."""
+        """Complete each cropped output: the positions its op left out (``View``)."""
         arrays = {t.logical_tensor.id: t.array for t in inputs + outputs}
         for v in self._views:
             if v.is_output:
                 v.write_left_out(arrays[v.full.id], None if v.bias_id is None else arrays[v.bias_id])
-        for n in self._partition._ops:
-            zeroed = n.zeroed
-            out = arrays.get(n.op.outputs[0].id) if zeroed is not None else None
-            if zeroed is not None and out is not None:
-                _arrays.zero_taps(out, *zeroed)
 
     def _tensor_for(self, t: _core.Tensor) -> _core.Tensor:
         lt = self._output_for(t.logical_tensor)

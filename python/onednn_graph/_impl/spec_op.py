@@ -192,9 +192,6 @@ class Native:
         self.shape_name: Optional[str] = None
         self.shape_value: Optional[tuple[int, ...]] = None
         self.view: Optional[View] = None
-        # (weights_format, kernel taps per axis) to zero in its output after it runs: a
-        # low-precision weights gradient's taps no product reaches (``_lowering.unreached_taps``)
-        self.zeroed: Optional[tuple[str, tuple[tuple[int, ...], ...]]] = None
         if kind not in _registry.NAMES:
             self.op = _core.Op(op.id, kind, inputs, outputs, attrs, op.name)
             return
@@ -230,10 +227,6 @@ class Native:
             if native.crop:
                 self.view = self._cropped(call, inputs, outputs,
                                           view_id or _next_free_id(inputs + outputs))
-            taps = _lowering.unreached_taps(call.plan, call.input_shapes) \
-                if call.dtype_name in _arrays.LOW_PRECISION else ()
-            if taps:
-                self.zeroed = (call.plan.attrs.weights_format, taps)
         elif shape_name and shape_name not in attrs:
             raise ValueError(f"{op.kind} op {op.id}: give the {shape_name} attribute or an output "
                              "logical tensor with a known shape (the shape input's values are "
