@@ -118,7 +118,7 @@ def probed(kind: str, attrs: dict[str, Any], dtype: str, input_shapes: Sequence[
     if dtype not in _arrays.LOW_PRECISION or kind not in _registry.SPECS:
         return None
     kernel = for_op(kind, attrs, dtype, input_shapes, output_shape)
-    if kernel.status == "native" and kind == _registry.CONV_TRANSPOSE_BWD_WEIGHTS \
+    if kernel.status == "native" and _registry.SPECS[kind].weights_gradient \
             and unreached_taps(attrs, input_shapes):
         return Kernel("wrong", kernel.implementation)
     return kernel
