@@ -16,7 +16,9 @@ from onednn_graph.tolerance import bound  # noqa: E402
 from onednn_graph.torch._channel_sum import channel_sum  # noqa: E402
 
 SHAPES = [(1, 8, 5, 5), (3, 8, 5, 5), (2, 4, 7), (2, 3, 2, 3, 4), (8, 1, 32, 32), (1, 2, 6, 6, 6),
-          (4, 3), (1, 5), (1, 3, 1, 1)]
+          (4, 3), (1, 5), (1, 3, 1, 1),
+          # spatial axes of one position, whose strides say nothing (a 1-D signal as (N, C, L, 1))
+          (8, 64, 32, 1), (2, 16, 1, 9), (2, 8, 5, 1, 4), (3, 8, 1, 1, 7)]
 DTYPES = {"f32": (np.float32, torch.float32), "bf16": (ml_dtypes.bfloat16, torch.bfloat16),
           "f16": (np.float16, torch.float16)}
 

@@ -47,15 +47,17 @@ class _Sum:
         # into a dense f32 scratch tensor in their own axis order (exact conversion, or a
         # plain copy: the same order keeps it a straight pass).
         self.scratch: Optional[np.ndarray] = None
-        inner = strides[-1] if len(shape) > 2 else 1  # the positions' one stride
+        given = strides
+        positions, strides = _positions(shape, strides)
+        inner = strides[-1] if len(positions) > 2 else 1  # the positions' one stride
         as_rows = n == 1 or strides[0] == m * inner  # samples and positions one axis
-        if dtype != "f32" or m == 1 or not _collapsible(shape, strides) \
+        if dtype != "f32" or m == 1 or not _collapsible(positions, strides) \
                 or (inner != 1 and not as_rows):
-            order = sorted(range(len(shape)), key=lambda a: -strides[a])
+            order = sorted(range(len(shape)), key=lambda a: -given[a])
             self.scratch = np.empty([shape[a] for a in order], np.float32).transpose(
                 np.argsort(order))
-            strides = tuple(_arrays.element_strides(self.scratch))
-            inner = strides[-1] if len(shape) > 2 else 1
+            positions, strides = _positions(shape, tuple(_arrays.element_strides(self.scratch)))
+            inner = strides[-1] if len(positions) > 2 else 1
             as_rows = n == 1 or strides[0] == m * inner
         meta, f32 = _compiled.meta, np.dtype(np.float32)
         self.calls: tuple = ()
@@ -120,6 +122,14 @@ class _Sum:
                 raise ValueError("channel_sum: oneDNN refused the arrays it was compiled for")
             if self.sum32 is not None:
                 _core.cast(self.sum32, out)  # one rounding to the dtype
+
+
+def _positions(shape: Sequence[int], strides: Sequence[int]) -> tuple[tuple, tuple]:
+    """`shape` and element `strides` without the spatial axes of one position, whose
+    strides say nothing of the layout (``_arrays.element_strides`` gives them their
+    C-contiguous one: (N, C, L, 1) channels-last would read as channels first)."""
+    keep = [a for a in range(len(shape)) if a < 2 or shape[a] != 1]
+    return tuple(shape[a] for a in keep), tuple(strides[a] for a in keep)
 
 
 def _collapsible(shape: Sequence[int], strides: Sequence[int]) -> bool:
