@@ -123,6 +123,27 @@ def test_a_strided_out_is_written_in_place(rng):
     assert np.isnan(base[..., 0]).all() and np.isnan(base[..., 7:]).all()  # nothing written beside it
 
 
+def test_one_sample_through_a_converted_layer():
+    """Batch 1: a part's view of the result has a batch axis of one position, whose stride
+    (the whole result's) the part's compiled description wrote down otherwise; it refused
+    its own view (an internal "what was compiled" error from a converted layer's call).
+    18 output channels (16 + 2), NCHW and channels-last, the forward alone and a training
+    step, against stock torch.nn (f32 sums of 300 x 16 products: 1e-4)."""
+    torch = import_torch()
+    import copy
+
+    import onednn_graph.torch as ot
+    torch.manual_seed(0)
+    stock = torch.nn.ConvTranspose2d(300, 18, (2, 8), stride=(1, 2), padding=(0, 2))
+    ours = ot.convert(copy.deepcopy(stock))
+    for fmt in (torch.channels_last, torch.contiguous_format):
+        x = torch.randn(1, 300, 16, 31).contiguous(memory_format=fmt)
+        with torch.no_grad():
+            torch.testing.assert_close(ours(x), stock(x), rtol=1e-4, atol=1e-4)
+        y = ours(x.requires_grad_())
+        torch.testing.assert_close(y, stock(x), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("kind", [CT, CBD])
 def test_reproducer_holds_the_first_part_and_replays_exactly(rng, kind):
     wfmt = _registry.SPECS[kind].weights_formats[0]
