@@ -176,7 +176,8 @@ class Formed:
         # how it was written down depends on the view it came from)
         if not isinstance(array, np.ndarray) or array.dtype != _arrays.numpy_dtype(self.dtype) or \
                 tuple(array.shape) != meta[0] or \
-                any(e > 1 and s != t for e, s, t in zip(meta[0], _compiled.meta(array)[1], meta[1])):
+                (array.size > 1 and any(e > 1 and s != t for e, s, t in zip(meta[0], _compiled.meta(array)[1],
+                                                                            meta[1]))):
             got = f"{getattr(array, 'dtype', '?')} {tuple(getattr(array, 'shape', ()))}"
             raise ValueError(f"{self.op_kind}: {name} must be a {self.dtype} array of shape "
                              f"{meta[0]} and element strides {meta[1]} (what was compiled), got {got}")
