@@ -353,9 +353,13 @@ def describe(layer: torch.nn.Module) -> str:
     training = "; under torch.compile its training calls torch's convolution (measured faster there)" \
         if compiled else ""
     done = ["weights packed once"]
-    if epilogue.bn is not None:
-        done.append(f"{type(epilogue.bn).__name__} folded (not while its statistics are bf16/f16: the "
-                    "layer, it and what follows then run as in the stock model)")
+    bn = epilogue.bn
+    if bn is not None and bn.running_var is not None and bn.running_var.dtype in UNFOLDED_STATISTICS:
+        return "inference in eval: " + ", ".join(done + [
+            f"{type(bn).__name__} not folded (not while its statistics are bf16/f16: the layer, it and what "
+            "follows run as in the stock model)"]) + training
+    if bn is not None:
+        done.append(f"{type(bn).__name__} folded")
     if epilogue.act is not None:
         done.append(f"{type(epilogue.act).__name__} fused")
     if epilogue.next_layer is not None:
